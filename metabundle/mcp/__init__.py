@@ -1,0 +1,1 @@
+"""The MCP server: tools and resources over the search core, nothing more."""

@@ -1,0 +1,36 @@
+"""The table registry: every table of a release is declared here exactly once.
+
+One module per source plus the search and release tables. From a declaration the
+registry derives PyArrow schemas (enforced by writers), DuckDB and SQLite DDL,
+Datasette metadata and ``datapackage.json``. Nothing here reads or writes data.
+Importing this package registers every table.
+"""
+
+from metabundle.schemas import idc, release, search  # noqa: F401  (registers tables)
+from metabundle.schemas.derive import (
+    arrow_schema,
+    datapackage_resource,
+    duckdb_ddl,
+    duckdb_type,
+    quote_identifier,
+    sqlite_ddl,
+)
+from metabundle.schemas.model import Column, ColumnType, Table, Target
+from metabundle.schemas.registry import all_tables, get_table, register, tables_of_source
+
+__all__ = [
+    "Column",
+    "ColumnType",
+    "Table",
+    "Target",
+    "all_tables",
+    "arrow_schema",
+    "datapackage_resource",
+    "duckdb_ddl",
+    "duckdb_type",
+    "get_table",
+    "quote_identifier",
+    "register",
+    "sqlite_ddl",
+    "tables_of_source",
+]

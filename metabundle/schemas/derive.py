@@ -1,0 +1,176 @@
+"""Everything derived from a table declaration: Arrow schemas, DDL, datapackage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from metabundle.schemas.model import Column, ColumnType, Table
+
+_SQLITE_TYPES: dict[ColumnType, str] = {
+    ColumnType.STRING: "TEXT",
+    ColumnType.INT32: "INTEGER",
+    ColumnType.INT64: "INTEGER",
+    ColumnType.FLOAT32: "REAL",
+    ColumnType.FLOAT64: "REAL",
+    ColumnType.BOOL: "INTEGER",
+    ColumnType.DATE: "TEXT",
+    ColumnType.TIMESTAMP: "TEXT",
+    ColumnType.JSON: "TEXT",
+    ColumnType.STRING_LIST: "TEXT",
+    ColumnType.VECTOR: "BLOB",
+}
+
+_FRICTIONLESS_TYPES: dict[ColumnType, str] = {
+    ColumnType.STRING: "string",
+    ColumnType.INT32: "integer",
+    ColumnType.INT64: "integer",
+    ColumnType.FLOAT32: "number",
+    ColumnType.FLOAT64: "number",
+    ColumnType.BOOL: "boolean",
+    ColumnType.DATE: "date",
+    ColumnType.TIMESTAMP: "datetime",
+    ColumnType.JSON: "object",
+    ColumnType.STRING_LIST: "array",
+    ColumnType.VECTOR: "array",
+}
+
+
+def arrow_type(column: Column, table: Table) -> pa.DataType:
+    """The Arrow type a writer must produce for ``column``."""
+    match column.type:
+        case ColumnType.STRING | ColumnType.JSON:
+            return pa.string()
+        case ColumnType.INT32:
+            return pa.int32()
+        case ColumnType.INT64:
+            return pa.int64()
+        case ColumnType.FLOAT32:
+            return pa.float32()
+        case ColumnType.FLOAT64:
+            return pa.float64()
+        case ColumnType.BOOL:
+            return pa.bool_()
+        case ColumnType.DATE:
+            return pa.date32()
+        case ColumnType.TIMESTAMP:
+            return pa.timestamp("us", tz="UTC")
+        case ColumnType.STRING_LIST:
+            return pa.list_(pa.string())
+        case ColumnType.VECTOR:
+            if table.vector_dimension is None:
+                return pa.list_(pa.float32())
+            return pa.list_(pa.float32(), table.vector_dimension)
+    raise AssertionError(column.type)
+
+
+def duckdb_type(column: Column, table: Table) -> str:
+    """The DuckDB type of ``column``."""
+    match column.type:
+        case ColumnType.STRING | ColumnType.JSON:
+            return "VARCHAR"
+        case ColumnType.INT32:
+            return "INTEGER"
+        case ColumnType.INT64:
+            return "BIGINT"
+        case ColumnType.FLOAT32:
+            return "FLOAT"
+        case ColumnType.FLOAT64:
+            return "DOUBLE"
+        case ColumnType.BOOL:
+            return "BOOLEAN"
+        case ColumnType.DATE:
+            return "DATE"
+        case ColumnType.TIMESTAMP:
+            return "TIMESTAMPTZ"
+        case ColumnType.STRING_LIST:
+            return "VARCHAR[]"
+        case ColumnType.VECTOR:
+            if table.vector_dimension is None:
+                return "FLOAT[]"
+            return f"FLOAT[{table.vector_dimension}]"
+    raise AssertionError(column.type)
+
+
+def arrow_schema(table: Table) -> pa.Schema:
+    """The Arrow schema of ``table``, with descriptions as field metadata."""
+    return pa.schema(
+        [
+            pa.field(
+                c.name,
+                arrow_type(c, table),
+                nullable=c.nullable,
+                metadata={"description": c.description},
+            )
+            for c in table.columns
+        ],
+        metadata={"table": table.name, "description": table.description},
+    )
+
+
+def quote_identifier(name: str) -> str:
+    """Double-quote an SQL identifier (DuckDB and SQLite agree on this form)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def duckdb_ddl(table: Table) -> str:
+    """``CREATE TABLE`` for DuckDB, with NOT NULL and the primary key."""
+    lines = [
+        f"  {quote_identifier(c.name)} {duckdb_type(c, table)}{'' if c.nullable else ' NOT NULL'}"
+        for c in table.columns
+    ]
+    if table.primary_key:
+        keys = ", ".join(quote_identifier(k) for k in table.primary_key)
+        lines.append(f"  PRIMARY KEY ({keys})")
+    return f"CREATE TABLE {quote_identifier(table.name)} (\n" + ",\n".join(lines) + "\n)"
+
+
+def duckdb_comments(table: Table) -> list[str]:
+    """``COMMENT ON`` statements carrying the descriptions into the DuckDB catalog."""
+
+    def literal(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    name = quote_identifier(table.name)
+    statements = [f"COMMENT ON TABLE {name} IS {literal(table.description)}"]
+    statements += [
+        f"COMMENT ON COLUMN {name}.{quote_identifier(c.name)} IS {literal(c.description)}"
+        for c in table.columns
+    ]
+    return statements
+
+
+def sqlite_ddl(table: Table) -> str:
+    """``CREATE TABLE`` for SQLite; lists and JSON are stored as JSON text."""
+    lines = [
+        f"  {quote_identifier(c.name)} {_SQLITE_TYPES[c.type]}{'' if c.nullable else ' NOT NULL'}"
+        for c in table.columns
+    ]
+    if table.primary_key:
+        keys = ", ".join(quote_identifier(k) for k in table.primary_key)
+        lines.append(f"  PRIMARY KEY ({keys})")
+    return f"CREATE TABLE {quote_identifier(table.name)} (\n" + ",\n".join(lines) + "\n)"
+
+
+def datapackage_resource(table: Table, path: str) -> dict[str, Any]:
+    """A Frictionless Data Package resource describing ``table`` stored at ``path``."""
+    return {
+        "name": table.name,
+        "path": path,
+        "format": "parquet",
+        "description": table.description,
+        "sources": [{"title": table.source}],
+        "schema": {
+            "fields": [
+                {
+                    "name": c.name,
+                    "type": _FRICTIONLESS_TYPES[c.type],
+                    "description": c.description,
+                    "constraints": {"required": not c.nullable},
+                }
+                for c in table.columns
+            ],
+            "primaryKey": list(table.primary_key),
+        },
+    }

@@ -1,0 +1,116 @@
+"""NCI Imaging Data Commons tables, from the ``idc-index-data`` package.
+
+Column names and descriptions come from the package's own ``*_schema.json`` files so
+that SQL written for idc-index works unchanged; the few columns we add are declared
+here with their own descriptions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import idc_index_data
+
+from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.registry import register
+
+SOURCE = "idc"
+
+_BIGQUERY_TYPES: dict[str, ColumnType] = {
+    "STRING": ColumnType.STRING,
+    "INTEGER": ColumnType.INT64,
+    "INT64": ColumnType.INT64,
+    "FLOAT": ColumnType.FLOAT64,
+    "FLOAT64": ColumnType.FLOAT64,
+    "BOOLEAN": ColumnType.BOOL,
+    "BOOL": ColumnType.BOOL,
+    "RECORD": ColumnType.JSON,
+}
+
+
+def package_schema(index_name: str) -> dict[str, Any]:
+    """The ``<index>_schema.json`` the installed idc-index-data ships."""
+    schema = idc_index_data.INDEX_METADATA[index_name]["schema"]
+    if not isinstance(schema, dict):
+        raise RuntimeError(f"idc-index-data ships no schema for {index_name}")
+    return schema
+
+
+def package_columns(index_name: str, *, not_null: tuple[str, ...] = ()) -> tuple[Column, ...]:
+    """Columns of an idc-index table with the package's types and descriptions."""
+    columns = []
+    for spec in package_schema(index_name)["columns"]:
+        kind = ColumnType.JSON if spec.get("mode") == "REPEATED" else _BIGQUERY_TYPES[spec["type"]]
+        columns.append(
+            Column(spec["name"], kind, spec["description"], nullable=spec["name"] not in not_null)
+        )
+    return tuple(columns)
+
+
+IDC_COLLECTION = Table(
+    name="idc_collection",
+    source=SOURCE,
+    description=package_schema("collections_index")["table_description"],
+    columns=(
+        *package_columns("collections_index", not_null=("collection_id",)),
+        Column("canonical_url", ColumnType.STRING, "IDC portal page listing the collection."),
+        Column(
+            "source_dois",
+            ColumnType.STRING_LIST,
+            "DOIs of the collection's data sources (from sources), lower-cased.",
+        ),
+        Column(
+            "licenses",
+            ColumnType.STRING_LIST,
+            "Short names of the licenses that apply to the collection's sources.",
+        ),
+        Column(
+            "modalities", ColumnType.STRING_LIST, "Modalities listed by the collection's sources."
+        ),
+    ),
+    primary_key=("collection_id",),
+    label_column="collection_name",
+    url_column="canonical_url",
+    facets=("cancer_types", "tumor_locations", "species", "program_id", "status"),
+    text_columns=("collection_name", "cancer_types", "tumor_locations", "description"),
+)
+
+IDC_ANALYSIS_RESULT = Table(
+    name="idc_analysis_result",
+    source=SOURCE,
+    description=package_schema("analysis_results_index")["table_description"],
+    columns=(
+        *package_columns("analysis_results_index", not_null=("analysis_result_id",)),
+        Column(
+            "canonical_url",
+            ColumnType.STRING,
+            "Public page of the analysis result (its DOI landing page).",
+        ),
+    ),
+    primary_key=("analysis_result_id",),
+    label_column="analysis_result_title",
+    url_column="canonical_url",
+    facets=("modalities", "license_short_name"),
+    text_columns=("analysis_result_title", "description", "collections"),
+)
+
+IDC_SERIES = Table(
+    name="idc_series",
+    source=SOURCE,
+    description=package_schema("idc_index")["table_description"],
+    columns=package_columns("idc_index", not_null=("SeriesInstanceUID", "collection_id")),
+    primary_key=("SeriesInstanceUID",),
+    label_column="SeriesDescription",
+    facets=("collection_id", "Modality", "BodyPartExamined", "license_short_name", "PatientSex"),
+    text_columns=("SeriesDescription", "StudyDescription"),
+)
+
+IDC_VERSION = Table(
+    name="idc_version",
+    source=SOURCE,
+    description=package_schema("version_metadata_index")["table_description"],
+    columns=package_columns("version_metadata_index", not_null=("idc_version",)),
+    primary_key=("idc_version",),
+)
+
+register(IDC_COLLECTION, IDC_ANALYSIS_RESULT, IDC_SERIES, IDC_VERSION)

@@ -1,0 +1,164 @@
+"""Search tables: one ``search_doc`` row per searchable entity, the FTS tables for
+BM25 keyword search and the stored embedding vectors."""
+
+from __future__ import annotations
+
+from metabundle.schemas.model import Column, ColumnType, Table, Target
+from metabundle.schemas.registry import register
+
+S, I32, I64, F64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT64
+B, SL, V = ColumnType.BOOL, ColumnType.STRING_LIST, ColumnType.VECTOR
+
+COLUMNAR = frozenset({Target.DUCKDB, Target.PARQUET})
+
+SEARCH_DOC = Table(
+    name="search_doc",
+    source="metabundle",
+    description="One row per searchable entity of every source (study, dataset, variable, "
+    "field, encoding, concept, survey item, collection, ...); the unit that keyword, "
+    "semantic and hybrid search rank. Text fields are untrusted source data.",
+    columns=(
+        Column("doc_id", S, "Stable document id: <source>:<kind>:<entity_id>.", nullable=False),
+        Column(
+            "docno",
+            I32,
+            "Dense row number (0..n-1) used by the FTS tables and ANN "
+            "indexes; assigned in doc_id order.",
+            nullable=False,
+        ),
+        Column("source", S, "Source name: dbgap, ukb, aou, omop or idc.", nullable=False),
+        Column(
+            "kind", S, "Entity kind within the source, e.g. variable or collection.", nullable=False
+        ),
+        Column("entity_id", S, "Identifier of the entity in its own table.", nullable=False),
+        Column("title", S, "Short title shown in results.", nullable=False),
+        Column(
+            "body",
+            S,
+            "Longer text indexed for keyword search (description, notes, synonyms, context).",
+        ),
+        Column("embed_text", S, "Text the embedding of this document was computed from."),
+        Column("canonical_url", S, "Public page of the entity at its source."),
+        Column(
+            "parent_id",
+            S,
+            "Identifier of the parent entity (dataset of a variable, "
+            "category of a field, question of an answer), if any.",
+        ),
+        Column("study_id", S, "dbGaP versioned study accession the entity belongs to."),
+        Column("domain", S, "OMOP or All of Us domain of the entity, if any."),
+        Column("vocabulary", S, "Vocabulary of a concept-like entity, if any."),
+        Column("concept_class", S, "OMOP concept class, if any."),
+        Column(
+            "standard_concept", S, "OMOP standard flag: S (standard), C (classification) or null."
+        ),
+        Column("is_valid", B, "False when the entity is retired or invalid upstream."),
+        Column(
+            "variable_type",
+            S,
+            "All of Us variable type: ehr, survey, physical_measurement or fitbit.",
+        ),
+        Column("role", S, "All of Us EHR role: standard, source or classification."),
+        Column(
+            "identifiers",
+            SL,
+            "Exact identifiers and aliases (lower-cased) that resolve "
+            "to this entity before any ranking.",
+        ),
+    ),
+    primary_key=("doc_id",),
+    label_column="title",
+    url_column="canonical_url",
+    facets=("source", "kind"),
+    text_columns=("title", "body"),
+)
+
+FTS_TERM = Table(
+    name="fts_term",
+    source="metabundle",
+    description="Full-text vocabulary: one row per indexed term with its document "
+    "frequency (see the fts_search macro).",
+    columns=(
+        Column("term_id", I32, "Term number, assigned in sorted term order.", nullable=False),
+        Column("term", S, "The indexed (folded, stemmed) term.", nullable=False),
+        Column("df", I32, "Number of documents containing the term.", nullable=False),
+    ),
+    primary_key=("term_id",),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+FTS_POSTING = Table(
+    name="fts_posting",
+    source="metabundle",
+    description="Full-text postings: term frequency of each term in each document "
+    "(title terms count twice).",
+    columns=(
+        Column("term_id", I32, "Term number (fts_term.term_id).", nullable=False),
+        Column("docno", I32, "Document number (search_doc.docno).", nullable=False),
+        Column("tf", I32, "Weighted term frequency in the document.", nullable=False),
+    ),
+    primary_key=("term_id", "docno"),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+FTS_DOC = Table(
+    name="fts_doc",
+    source="metabundle",
+    description="Full-text document lengths (weighted token counts) for BM25 length normalization.",
+    columns=(
+        Column("docno", I32, "Document number (search_doc.docno).", nullable=False),
+        Column("doc_len", I32, "Weighted number of indexed tokens.", nullable=False),
+    ),
+    primary_key=("docno",),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+FTS_FORM = Table(
+    name="fts_form",
+    source="metabundle",
+    description="Surface forms seen in the corpus (lower-cased, accent-folded words) and "
+    "the terms they index as; lets plain SQL tokenize a query like the Python tokenizer.",
+    columns=(
+        Column("form", S, "A word as split from text by the documented SQL rule.", nullable=False),
+        Column("term_id", I32, "Term the form indexes as (fts_term.term_id).", nullable=False),
+    ),
+    primary_key=("form", "term_id"),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+FTS_STATS = Table(
+    name="fts_stats",
+    source="metabundle",
+    description="Corpus statistics and BM25 parameters for the full-text tables.",
+    columns=(
+        Column("n_docs", I64, "Number of documents.", nullable=False),
+        Column("avg_doc_len", F64, "Mean weighted document length.", nullable=False),
+        Column("k1", F64, "BM25 term-frequency saturation parameter.", nullable=False),
+        Column("b", F64, "BM25 length-normalization parameter.", nullable=False),
+    ),
+    primary_key=("n_docs",),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+EMBEDDING = Table(
+    name="embedding",
+    source="metabundle",
+    description="Embedding vector of each search document (L2-normalized); kept so ANN "
+    "indexes can be rebuilt and any client can run exact cosine search.",
+    columns=(
+        Column("docno", I32, "Document number (search_doc.docno).", nullable=False),
+        Column("doc_id", S, "Document id (search_doc.doc_id).", nullable=False),
+        Column("model", S, "Embedding model id.", nullable=False),
+        Column("vector", V, "The embedding, float32, unit length.", nullable=False),
+    ),
+    primary_key=("docno",),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+register(SEARCH_DOC, FTS_TERM, FTS_POSTING, FTS_DOC, FTS_FORM, FTS_STATS, EMBEDDING)

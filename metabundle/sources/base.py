@@ -1,0 +1,199 @@
+"""What every source provides, and the contexts it runs in.
+
+A source is a :class:`SourceSpec`: a ``fetch`` step that downloads its upstream
+files into a :class:`RawSnapshot`, a ``parse`` step that turns the snapshot into the
+registry's tables, and a ``search_docs`` step that yields its ``search_doc`` rows.
+The pipeline runs these steps; a source module never imports Dagster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from metabundle.config import BuildSettings
+from metabundle.release.staging import StagedTable, TableData, stage_table
+from metabundle.sources.http import Fetcher
+from metabundle.sources.layout import Upstream
+
+Reporter = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """One upstream input: its key (the mirror path), URL, local copy and hash."""
+
+    key: str
+    url: str
+    path: Path
+    sha256: str
+    size: int
+    fetched_at: str
+    reused: bool = False
+
+
+@dataclass(frozen=True)
+class RawSnapshot:
+    """Everything a source fetched for one build, in a stable order."""
+
+    source: str
+    upstream: str
+    files: tuple[RawFile, ...]
+    upstream_version: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def file(self, key: str) -> RawFile:
+        for raw in self.files:
+            if raw.key == key:
+                return raw
+        raise KeyError(f"{self.source} snapshot has no file {key}")
+
+    def matching(self, predicate: Callable[[str], bool]) -> list[RawFile]:
+        return [raw for raw in self.files if predicate(raw.key)]
+
+    @property
+    def inputs_sha256(self) -> str:
+        """One hash over every input's key and content hash (and the details)."""
+        digest = hashlib.sha256()
+        for raw in sorted(self.files, key=lambda r: r.key):
+            digest.update(f"{raw.key}\0{raw.sha256}\n".encode())
+        digest.update(json.dumps(self.details, sort_keys=True, default=str).encode())
+        return digest.hexdigest()
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(raw.size for raw in self.files)
+
+    @property
+    def fetched_at(self) -> str | None:
+        return max((raw.fetched_at for raw in self.files), default=None)
+
+
+@dataclass
+class FetchContext:
+    """What a fetch step may use: the downloader, the upstream base and the settings."""
+
+    source: str
+    fetcher: Fetcher
+    upstream: Upstream
+    settings: BuildSettings
+    report: Reporter
+    files: list[RawFile] = field(default_factory=list)
+
+    def get(self, mirror_path: str, public_url: str) -> RawFile:
+        """Fetch one file, by its mirror path and its public URL, and record it."""
+        url = self.upstream.url(mirror_path, public_url)
+        fetched = self.fetcher.fetch(url)
+        raw = RawFile(
+            key=mirror_path,
+            url=url,
+            path=fetched.path,
+            sha256=fetched.sha256,
+            size=fetched.size,
+            fetched_at=fetched.fetched_at,
+            reused=fetched.reused,
+        )
+        self.files.append(raw)
+        return raw
+
+    def add_local(self, key: str, path: Path, sha256: str, fetched_at: str) -> RawFile:
+        """Record an input that is already on disk (an installed package's file)."""
+        raw = RawFile(key, path.as_uri(), path, sha256, path.stat().st_size, fetched_at, True)
+        self.files.append(raw)
+        return raw
+
+    def snapshot(
+        self, upstream_version: str | None = None, details: Mapping[str, Any] | None = None
+    ) -> RawSnapshot:
+        return RawSnapshot(
+            source=self.source,
+            upstream=self.upstream.describe(),
+            files=tuple(sorted(self.files, key=lambda r: r.key)),
+            upstream_version=upstream_version,
+            details=dict(details or {}),
+        )
+
+
+@dataclass
+class ParseContext:
+    """What a parse step may use: its snapshot, a table writer and other sources' tables."""
+
+    snapshot: RawSnapshot
+    settings: BuildSettings
+    out_dir: Path
+    report: Reporter
+    dependency_tables: Mapping[str, Path] = field(default_factory=dict)
+    staged: dict[str, StagedTable] = field(default_factory=dict)
+    _con: duckdb.DuckDBPyConnection | None = None
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """A private DuckDB connection for parsers that stream files through SQL."""
+        if self._con is None:
+            self._con = duckdb.connect()
+            self._con.execute(f"SET temp_directory = '{self.out_dir / '.duckdb_tmp'}'")
+        return self._con
+
+    def write(self, name: str, data: TableData) -> StagedTable:
+        """Stage ``data`` as registry table ``name``."""
+        connection = self._con if isinstance(data, duckdb.DuckDBPyRelation) else None
+        staged = stage_table(name, data, self.out_dir / f"{name}.parquet", con=connection)
+        self.staged[name] = staged
+        self.report(f"{name}: {staged.rows:,} rows")
+        return staged
+
+    def table_path(self, name: str) -> Path:
+        """The staged Parquet file of a table of a source this one depends on."""
+        try:
+            return self.dependency_tables[name]
+        except KeyError:
+            raise KeyError(f"{self.snapshot.source} needs table {name}, not staged") from None
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+@dataclass(frozen=True)
+class SearchDocContext:
+    """What a search-doc step reads: the staged tables of its source (and dependencies)."""
+
+    tables: Mapping[str, Path]
+    con: duckdb.DuckDBPyConnection
+
+    def relation(self, name: str) -> duckdb.DuckDBPyRelation:
+        return self.con.read_parquet(str(self.tables[name]))
+
+    def sql(self, query: str) -> duckdb.DuckDBPyRelation:
+        """Run ``query`` with every staged table available as a view of its name."""
+        for name, path in self.tables.items():
+            self.con.execute(
+                f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet('{path}')"
+            )
+        return self.con.sql(query)
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A source: its name, what it produces, and its three steps.
+
+    ``version`` names the parser's output format; bump it when parsing changes so that
+    staged tables cached under the old version are not reused.
+    """
+
+    name: str
+    title: str
+    homepage: str
+    tables: tuple[str, ...]
+    fetch: Callable[[FetchContext], RawSnapshot]
+    parse: Callable[[ParseContext], None]
+    search_docs: Callable[[SearchDocContext], duckdb.DuckDBPyRelation] | None = None
+    depends_on: tuple[str, ...] = ()
+    version: str = "1"
