@@ -117,9 +117,8 @@ def make_settings(
     chosen = sources if sources else split_list(env("SOURCES")) or available_sources
     unknown = [s for s in chosen if s not in available_sources]
     if unknown:
-        raise ConfigError(
-            f"Unknown source {unknown[0]!r} in --sources; choose from {', '.join(available_sources)}"
-        )
+        choices = ", ".join(available_sources)
+        raise ConfigError(f"Unknown source {unknown[0]!r} in --sources; choose from {choices}")
     profile_value = profile or env("PROFILE", "sample") or "sample"
     if profile_value not in PROFILES:
         raise ConfigError(f"Unknown --profile {profile_value!r}; choose sample or full")

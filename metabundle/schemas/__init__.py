@@ -3,10 +3,12 @@
 One module per source plus the search and release tables. From a declaration the
 registry derives PyArrow schemas (enforced by writers), DuckDB and SQLite DDL,
 Datasette metadata and ``datapackage.json``. Nothing here reads or writes data.
-Importing this package registers every table.
+Importing this package imports every table module here, which registers its tables.
 """
 
-from metabundle.schemas import idc, release, search  # noqa: F401  (registers tables)
+import importlib
+import pkgutil
+
 from metabundle.schemas.derive import (
     arrow_schema,
     datapackage_resource,
@@ -17,6 +19,11 @@ from metabundle.schemas.derive import (
 )
 from metabundle.schemas.model import Column, ColumnType, Table, Target
 from metabundle.schemas.registry import all_tables, get_table, register, tables_of_source
+
+_INFRASTRUCTURE = {"derive", "model", "registry"}
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    if _module.name not in _INFRASTRUCTURE:
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "Column",

@@ -1,0 +1,1 @@
+"""Test helpers: real loopback servers and paths to the offline mirror."""
