@@ -18,6 +18,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from metabundle.db import connect
 from metabundle.errors import SchemaError
 from metabundle.schemas import Table, arrow_schema, duckdb_type, get_table, quote_identifier
 
@@ -48,13 +49,13 @@ def _check_columns(table: Table, found: list[str]) -> None:
         raise SchemaError(f"Table {table.name} has undeclared column {extra[0]!r}")
 
 
-def _select_sql(table: Table, view: str) -> str:
+def _select_sql(table: Table, view: str, *, sort: bool) -> str:
     casts = ", ".join(
         f"CAST({quote_identifier(c.name)} AS {duckdb_type(c, table)}) AS {quote_identifier(c.name)}"
         for c in table.columns
     )
     order = ", ".join(quote_identifier(k) for k in table.sort_key)
-    return f"SELECT {casts} FROM {view}" + (f" ORDER BY {order}" if order else "")
+    return f"SELECT {casts} FROM {view}" + (f" ORDER BY {order}" if order and sort else "")
 
 
 def stage_table(
@@ -64,11 +65,15 @@ def stage_table(
     *,
     con: duckdb.DuckDBPyConnection | None = None,
     kv_metadata: dict[str, str] | None = None,
+    presorted: bool = False,
 ) -> StagedTable:
-    """Validate, cast, sort and write ``data`` as table ``name`` to ``path`` atomically."""
+    """Validate, cast, sort and write ``data`` as table ``name`` to ``path`` atomically.
+
+    ``presorted`` skips the sort for data already in key order (a staged file).
+    """
     table = get_table(name)
     own = con is None
-    connection = con or duckdb.connect()
+    connection = con or connect()
     view = f"__stage_{name}"
     try:
         if isinstance(data, duckdb.DuckDBPyRelation):
@@ -85,9 +90,8 @@ def stage_table(
             )
             options += f", KV_METADATA {{{pairs}}}"
         try:
-            connection.execute(
-                f"COPY ({_select_sql(table, view)}) TO {_literal(str(temp))} ({options})"
-            )
+            select = _select_sql(table, view, sort=not presorted)
+            connection.execute(f"COPY ({select}) TO {_literal(str(temp))} ({options})")
             _check_arrow_schema(table, temp)
             temp.replace(path)
         finally:

@@ -12,6 +12,7 @@ import pkgutil
 from metabundle.schemas.derive import (
     arrow_schema,
     datapackage_resource,
+    duckdb_comments,
     duckdb_ddl,
     duckdb_type,
     quote_identifier,
@@ -33,6 +34,7 @@ __all__ = [
     "all_tables",
     "arrow_schema",
     "datapackage_resource",
+    "duckdb_comments",
     "duckdb_ddl",
     "duckdb_type",
     "get_table",

@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from metabundle.config import BuildSettings
+from metabundle.db import connect
 from metabundle.release.staging import StagedTable, TableData, stage_table
 from metabundle.sources.http import Fetcher
 from metabundle.sources.layout import Upstream
@@ -136,7 +137,7 @@ class ParseContext:
     def con(self) -> duckdb.DuckDBPyConnection:
         """A private DuckDB connection for parsers that stream files through SQL."""
         if self._con is None:
-            self._con = duckdb.connect()
+            self._con = connect()
             self._con.execute(f"SET temp_directory = '{self.out_dir / '.duckdb_tmp'}'")
         return self._con
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import idc_index_data
 
+from metabundle.db import connect
 from metabundle.sources.base import (
     FetchContext,
     ParseContext,
@@ -43,9 +44,11 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
         path = index_parquet(name)
         mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
         ctx.add_local(f"idc_index_data/{name}.parquet", path, sha256_file(path), mtime)
-    versions = duckdb.sql(
-        f"SELECT max(idc_version) FROM read_parquet('{index_parquet('version_metadata_index')}')"
-    ).fetchall()
+    with connect() as con:
+        versions = con.sql(
+            "SELECT max(idc_version) FROM read_parquet("
+            f"'{index_parquet('version_metadata_index')}')"
+        ).fetchall()
     data_version = f"v{versions[0][0]}" if versions[0][0] is not None else None
     return ctx.snapshot(
         upstream_version=data_version,

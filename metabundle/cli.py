@@ -1,0 +1,206 @@
+"""The ``metabundle`` command: build, inspect, search and serve releases.
+
+Each command parses its flags, calls one function of the package and prints the
+result. Errors meant for users (:class:`MetabundleError`) print one sentence and
+exit with status 1; nothing prints a traceback unless ``METABUNDLE_DEBUG=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from metabundle import __version__
+from metabundle.config import PROFILES, BuildSettings, make_settings, split_list
+from metabundle.errors import ConfigError, MetabundleError
+
+EXIT_USER_ERROR = 1
+
+
+def _fail(message: str) -> None:
+    click.echo(f"metabundle: {message.rstrip('.')}.", err=True)
+    sys.exit(EXIT_USER_ERROR)
+
+
+class MetabundleGroup(click.Group):
+    """A click group that turns user errors into one line on stderr."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MetabundleError as error:
+            if os.environ.get("METABUNDLE_DEBUG") == "1":
+                raise
+            _fail(str(error))
+        except KeyboardInterrupt:
+            click.echo("metabundle: interrupted.", err=True)
+            sys.exit(130)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as error:
+            if os.environ.get("METABUNDLE_DEBUG") == "1":
+                raise
+            _fail(
+                f"unexpected {type(error).__name__}: {error} "
+                "(this is a bug; METABUNDLE_DEBUG=1 shows the traceback)"
+            )
+        return None
+
+
+@click.group(cls=MetabundleGroup)
+@click.version_option(__version__, prog_name="metabundle")
+def main() -> None:
+    """Build and use metabundle releases: one offline search artifact over dbGaP,
+    UK Biobank, All of Us, the OMOP vocabularies and Imaging Data Commons."""
+
+
+def _source_names() -> tuple[str, ...]:
+    from metabundle.sources.registry import source_names
+
+    return source_names()
+
+
+def _printer() -> Callable[[str, str], None]:
+    started = time.perf_counter()
+
+    def sink(step: str, text: str) -> None:
+        click.echo(f"[{time.perf_counter() - started:7.1f}s] {step:<16} {text}", err=True)
+
+    return sink
+
+
+def _check_writable(folder: Path, flag: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-test-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"Cannot write to {flag} {folder}: {error.strerror}") from None
+
+
+def _check_upstream(settings: BuildSettings) -> None:
+    """Fail fast, in one sentence, when a mirror URL given with --upstream is down."""
+    base = settings.upstream.base
+    if base is None or not base.startswith(("http://", "https://")):
+        return
+    import httpx
+
+    try:
+        httpx.get(base + "/", timeout=10.0, follow_redirects=True)
+    except httpx.HTTPError as error:
+        reason = type(error).__name__
+        raise ConfigError(f"Cannot reach --upstream {base} ({reason})") from None
+
+
+def _settings_from_flags(**flags: Any) -> BuildSettings:
+    sources = split_list(flags.pop("sources", None)) or None
+    studies = split_list(flags.pop("dbgap_studies", None)) or None
+    vocab = tuple(flags.pop("omop_vocab", ()) or ()) or None
+    return make_settings(
+        available_sources=_source_names(),
+        sources=sources,
+        dbgap_studies=studies,
+        omop_vocab=vocab,
+        **flags,
+    )
+
+
+@main.command()
+@click.option("--sources", help="Comma-separated sources to build (default: all).")
+@click.option("--upstream", help="Mirror base: an http(s) URL or a local folder.")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Output folder [./build].")
+@click.option("--cache", "cache_dir", type=click.Path(path_type=Path), help="Cache [<out>/cache].")
+@click.option("--profile", type=click.Choice(PROFILES), help="sample (default) or full.")
+@click.option("--dbgap-studies", help="Comma-separated dbGaP studies (phs000007 or versioned).")
+@click.option(
+    "--omop-vocab",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="Athena vocabulary export (folder or zip); repeat for several.",
+)
+@click.option("--embeddings", "embedding_provider", help="minilm (default), wordllama, openai.")
+@click.option("--ann-backend", help="usearch (default) or hnswlib.")
+@click.option("--release-version", help="Force the version (YYYY.MM.DD[.N]).")
+def build(**flags: Any) -> None:
+    """Fetch, parse, index and write a release; prints the release path."""
+    from metabundle.pipeline.progress import Progress
+    from metabundle.pipeline.run import run_build
+
+    if flags.get("omop_vocab"):
+        flags["omop_vocab"] = tuple(str(Path(p).resolve()) for p in flags["omop_vocab"])
+    settings = _settings_from_flags(**flags)
+    _check_writable(settings.out_dir, "--out")
+    _check_writable(settings.cache_dir, "--cache")
+    _check_upstream(settings)
+    click.echo(
+        f"Building {', '.join(settings.sources)} from {settings.upstream.describe()} "
+        f"into {settings.out_dir}",
+        err=True,
+    )
+    release = run_build(settings, Progress(_printer()))
+    click.echo(str(release))
+
+
+@main.command()
+@click.argument("release", type=click.Path(path_type=Path), default=Path("build/current"))
+def verify(release: Path) -> None:
+    """Re-check every file of a release against its SHA256SUMS and manifest."""
+    from metabundle.release.pointer import resolve_release
+    from metabundle.release.verify import verify_release
+
+    report = verify_release(resolve_release(release))
+    click.echo(f"OK {report.version}: {report.files} files, {report.bytes:,} bytes verified")
+
+
+@main.command()
+@click.option("--release", type=click.Path(path_type=Path), default=Path("build/current"))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info(release: Path, as_json: bool) -> None:
+    """Summarize a release: version, sources, tables and search setup."""
+    from metabundle.release.info import release_summary, summary_text
+    from metabundle.release.pointer import resolve_release
+
+    summary = release_summary(resolve_release(release))
+    click.echo(json.dumps(summary, indent=2, sort_keys=True) if as_json else summary_text(summary))
+
+
+@main.command()
+@click.option("--to", "destination", required=True, type=click.Path(path_type=Path))
+@click.option("--sources", help="Comma-separated sources (default: all).")
+@click.option("--upstream", help="Copy from another mirror instead of the public URLs.")
+@click.option("--cache", "cache_dir", type=click.Path(path_type=Path))
+@click.option("--profile", type=click.Choice(PROFILES))
+@click.option("--dbgap-studies", help="Comma-separated dbGaP studies.")
+def mirror(destination: Path, **flags: Any) -> None:
+    """Download the real upstream files into the mirror layout (for offline builds)."""
+    from metabundle.mirror import mirror_sources
+
+    settings = _settings_from_flags(out_dir=destination, **flags)
+    copied = mirror_sources(settings, destination.resolve(), lambda text: click.echo(text))
+    click.echo(f"Mirrored {sum(copied.values())} files into {destination}")
+
+
+@main.command()
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), default=Path("build"))
+@click.option("--port", type=int, default=3000)
+def dagster(out_dir: Path, port: int) -> None:
+    """Open the pipeline in the Dagster UI (`dagster dev`), offline, on localhost."""
+    from metabundle.pipeline.home import ensure_dagster_home
+
+    home = ensure_dagster_home(out_dir.resolve())
+    os.environ.setdefault("METABUNDLE_OUT", str(out_dir.resolve()))
+    click.echo(f"DAGSTER_HOME={home}", err=True)
+    args = ["dagster", "dev", "-m", "metabundle.pipeline", "-h", "127.0.0.1", "-p", str(port)]
+    os.execvp(args[0], args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The Dagster ``Definitions``: assets, checks, resources and IO storage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import AssetsDefinition, Definitions, FilesystemIOManager
+
+from metabundle.assets.release import release_asset
+from metabundle.assets.sources import source_assets
+from metabundle.config import BuildSettings
+from metabundle.pipeline.progress import Progress
+from metabundle.pipeline.resources import BuildConfig
+
+
+def all_assets() -> list[AssetsDefinition]:
+    """Every asset of the pipeline, in graph order."""
+    return [*source_assets(), release_asset()]
+
+
+def resources_for(
+    settings: BuildSettings | None, progress: Progress | None = None
+) -> dict[str, object]:
+    """Resources for a build: its configuration, progress sink and IO storage."""
+    config = BuildConfig.from_settings(settings) if settings else BuildConfig()
+    out = settings.out_dir if settings else Path(config.settings().out_dir)
+    return {
+        "build_config": config,
+        "progress": progress or Progress(),
+        "io_manager": FilesystemIOManager(base_dir=str(out / "work" / "dagster_io")),
+    }
+
+
+def build_definitions() -> Definitions:
+    """Definitions configured from ``METABUNDLE_*`` variables (for ``dagster dev``)."""
+    return Definitions(assets=all_assets(), resources=resources_for(None))

@@ -1,0 +1,95 @@
+"""Run the pipeline in-process for ``metabundle build`` (Dagster ``materialize``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+from dagster._core.execution.execute_in_process_result import ExecuteInProcessResult
+from dagster._utils.error import SerializableErrorInfo
+
+from metabundle.config import BuildSettings
+from metabundle.errors import MetabundleError
+from metabundle.pipeline.definitions import all_assets, resources_for
+from metabundle.pipeline.home import ensure_dagster_home
+from metabundle.pipeline.progress import Progress
+from metabundle.sources.registry import get_source, with_dependencies
+
+USER_ERRORS = {
+    "MetabundleError",
+    "ConfigError",
+    "FetchError",
+    "ParseError",
+    "SchemaError",
+    "ReleaseError",
+    "EmbeddingsUnavailable",
+}
+
+
+class BuildFailed(MetabundleError):
+    """A build step failed; the message is that step's one-sentence error."""
+
+
+def selection_for(settings: BuildSettings) -> list[AssetKey]:
+    """The assets a build of ``settings.sources`` materializes."""
+    keys: list[AssetKey] = []
+    for name in with_dependencies(settings.sources):
+        keys.append(AssetKey(f"raw_{name}"))
+        keys += [AssetKey(table) for table in get_source(name).tables]
+    keys.append(AssetKey("release"))
+    return keys
+
+
+def run_build(settings: BuildSettings, progress: Progress) -> Path:
+    """Materialize the selected sources and the release; the new release's path."""
+    ensure_dagster_home(settings.out_dir)
+    with DagsterInstance.get() as instance:
+        result = materialize(
+            all_assets(),
+            selection=selection_for(settings),
+            resources=resources_for(settings, progress),
+            instance=instance,
+            raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            tags={"metabundle/sources": ",".join(settings.sources)},
+        )
+    progress.write(settings.work_dir / "build_report.json")
+    if not result.success:
+        raise BuildFailed(failure_message(result))
+    return Path(result.output_for_node("release"))
+
+
+def _user_message(error: SerializableErrorInfo | None) -> str | None:
+    """The message of the first metabundle error in a Dagster error chain."""
+    while error is not None:
+        if error.cls_name in USER_ERRORS:
+            return error.message.split(": ", 1)[-1].strip()
+        error = error.cause or error.context
+    return None
+
+
+def failure_message(result: ExecuteInProcessResult) -> str:
+    """One sentence saying which step failed and why."""
+    for event in result.all_events:
+        if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+            evaluation = event.event_specific_data
+            if evaluation is not None and not evaluation.passed:  # type: ignore[union-attr]
+                key = evaluation.asset_check_key  # type: ignore[union-attr]
+                details = ", ".join(
+                    f"{k}={v.value}"
+                    for k, v in evaluation.metadata.items()  # type: ignore[union-attr]
+                )
+                return (
+                    f"Check {key.name} failed on table {key.asset_key.to_user_string()} "
+                    f"({details}); no release was written"
+                )
+    for event in result.all_events:
+        if event.event_type == DagsterEventType.STEP_FAILURE:
+            error = event.step_failure_data.error  # type: ignore[union-attr]
+            message = _user_message(error)
+            step = event.step_key or "a step"
+            if message is not None:
+                return message
+            summary = error.message.strip().splitlines()[-1] if error else "unknown error"
+            return f"Build step {step} failed unexpectedly: {summary}"
+    return "The build failed; see the Dagster event log for details"

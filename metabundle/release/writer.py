@@ -1,0 +1,262 @@
+"""Assemble a release folder atomically.
+
+Everything is written into ``releases/.tmp-<version>-<pid>/``, checked, and only then
+renamed to ``releases/<version>/``; ``current`` moves last. A failure at any step
+removes the temporary folder and leaves ``current`` where it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from metabundle import __version__
+from metabundle.config import BuildSettings
+from metabundle.db import connect
+from metabundle.errors import ReleaseError
+from metabundle.release.checksums import SUMS_FILE, write_sums
+from metabundle.release.duckdb_file import write_duckdb
+from metabundle.release.manifest import (
+    MANIFEST_FILE,
+    Manifest,
+    list_files,
+    write_datapackage,
+)
+from metabundle.release.pointer import point_current
+from metabundle.release.readme import release_readme
+from metabundle.release.sqlite_file import write_sqlite
+from metabundle.release.staging import stage_table
+from metabundle.release.verify import verify_release
+from metabundle.release.version import check_version, next_version
+from metabundle.schemas import Table, Target, get_table
+from metabundle.sources.registry import get_source
+from metabundle.sources.steps import StagedSource
+
+DUCKDB_FILE = "metabundle.duckdb"
+SQLITE_FILE = "metabundle.sqlite"
+TMP_PREFIX = ".tmp-"
+
+
+@dataclass
+class SearchArtifacts:
+    """What the search step adds to a release: tables, files and facts."""
+
+    tables: dict[str, Path] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+    macros: list[str] = field(default_factory=list)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _snapshot_row(staged: StagedSource) -> dict[str, Any]:
+    snap = staged.snapshot
+    fetched = datetime.fromisoformat(snap.fetched_at) if snap.fetched_at else None
+    return {
+        "source": staged.source,
+        "title": get_source(staged.source).title,
+        "upstream_url": snap.upstream,
+        "upstream_version": snap.upstream_version,
+        "fetched_at": fetched,
+        "inputs_sha256": snap.inputs_sha256,
+        "file_count": len(snap.files),
+        "total_bytes": snap.total_bytes,
+        "row_counts": json.dumps(staged.row_counts, sort_keys=True),
+        "details": json.dumps(dict(snap.details), sort_keys=True, default=str),
+    }
+
+
+def _info_rows(version: str, created_at: str, search: SearchArtifacts) -> list[dict[str, str]]:
+    facts = {
+        "version": version,
+        "created_at": created_at,
+        "metabundle_version": __version__,
+        **{k: str(v) for k, v in search.info.items()},
+    }
+    return [{"key": k, "value": v} for k, v in sorted(facts.items())]
+
+
+def _clean_stale_temps(releases_dir: Path) -> None:
+    """Remove temporary folders left by builds that were killed."""
+    for folder in releases_dir.glob(f"{TMP_PREFIX}*"):
+        pid = folder.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_release(
+    settings: BuildSettings,
+    sources: list[StagedSource],
+    search: SearchArtifacts | None = None,
+    *,
+    report: Callable[[str], None] = lambda _: None,
+    today: date | None = None,
+) -> Path:
+    """Write a complete, verified release and point ``current`` at it."""
+    search = search or SearchArtifacts()
+    releases = settings.releases_dir
+    releases.mkdir(parents=True, exist_ok=True)
+    _clean_stale_temps(releases)
+    version = (
+        check_version(settings.release_version)
+        if settings.release_version
+        else next_version(releases, today or datetime.now(UTC).date())
+    )
+    final = releases / version
+    if final.exists():
+        raise ReleaseError(f"Release {version} already exists at {final}")
+    temp = releases / f"{TMP_PREFIX}{version}-{os.getpid()}"
+    temp.mkdir()
+    try:
+        _assemble(temp, version, sources, search, report)
+        verify_release(temp)
+        temp.rename(final)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    point_current(settings.current_link, final)
+    report(f"release {version} written to {final}")
+    return final
+
+
+def _assemble(
+    root: Path,
+    version: str,
+    sources: list[StagedSource],
+    search: SearchArtifacts,
+    report: Callable[[str], None],
+) -> None:
+    created_at = datetime.now(UTC).isoformat(timespec="seconds")
+    staging = root / ".staging"
+    tables: dict[str, Path] = {}
+    for staged in sorted(sources, key=lambda s: s.source):
+        tables.update({name: t.path for name, t in staged.tables.items()})
+    tables.update(search.tables)
+    tables["source_snapshot"] = stage_table(
+        "source_snapshot",
+        pa.Table.from_pylist([_snapshot_row(s) for s in sources]),
+        staging / "source_snapshot.parquet",
+    ).path
+    tables["release_info"] = stage_table(
+        "release_info",
+        pa.Table.from_pylist(_info_rows(version, created_at, search)),
+        staging / "release_info.parquet",
+    ).path
+    parquet = _write_parquet(root, version, tables)
+    shutil.rmtree(staging)
+    declared = [(get_table(name), path) for name, path in sorted(parquet.items())]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # SQLite is written by Python and DuckDB by native threads: overlap them.
+        sqlite_done = pool.submit(
+            write_sqlite,
+            root / SQLITE_FILE,
+            [(t, p) for t, p in declared if Target.SQLITE in t.targets],
+            report=report,
+        )
+        write_duckdb(
+            root / DUCKDB_FILE,
+            [(t, p) for t, p in declared if Target.DUCKDB in t.targets],
+            macros=search.macros,
+            report=report,
+        )
+        sqlite_done.result()
+    for relative, source in sorted(search.files.items()):
+        destination = root / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, destination)
+    manifest = _manifest(version, created_at, sources, declared, search)
+    _drop_non_parquet_targets(parquet, declared)
+    write_datapackage(root, version, sorted(parquet))
+    (root / "README.md").write_text(release_readme(manifest))
+    manifest.files = list_files(root, exclude={MANIFEST_FILE, SUMS_FILE})
+    manifest.write(root)
+    write_sums(root, [entry["path"] for entry in manifest.files] + [MANIFEST_FILE])
+
+
+def _write_parquet(root: Path, version: str, tables: Mapping[str, Path]) -> dict[str, Path]:
+    """Copy every table into ``parquet/`` with the release version in its metadata."""
+    folder = root / "parquet"
+    folder.mkdir()
+    written: dict[str, Path] = {}
+    with connect() as con:
+        for name, source in sorted(tables.items()):
+            table = get_table(name)
+            destination = folder / f"{name}.parquet"
+            stage_table(
+                name,
+                con.read_parquet(str(source)),
+                destination,
+                con=con,
+                presorted=True,
+                kv_metadata={
+                    "metabundle.release": version,
+                    "metabundle.table": name,
+                    "metabundle.description": table.description,
+                },
+            )
+            written[name] = destination
+    return written
+
+
+def _drop_non_parquet_targets(parquet: dict[str, Path], declared: list[tuple[Table, Path]]) -> None:
+    for table, path in declared:
+        if Target.PARQUET not in table.targets:
+            path.unlink()
+            del parquet[table.name]
+
+
+def _manifest(
+    version: str,
+    created_at: str,
+    sources: list[StagedSource],
+    declared: list[tuple[Table, Path]],
+    search: SearchArtifacts,
+) -> Manifest:
+    rows = {s.source: s.row_counts for s in sources}
+    source_entries = {
+        s.source: {
+            **{k: v for k, v in _snapshot_row(s).items() if k not in ("row_counts", "details")},
+            "fetched_at": s.snapshot.fetched_at,
+            "details": dict(s.snapshot.details),
+            "tables": rows[s.source],
+        }
+        for s in sorted(sources, key=lambda s: s.source)
+    }
+    table_entries: dict[str, dict[str, Any]] = {}
+    with connect() as con:
+        for table, path in declared:
+            count = con.sql(f"SELECT count(*) FROM read_parquet('{path}')").fetchall()[0][0]
+            table_entries[table.name] = {
+                "source": table.source,
+                "rows": count,
+                "description": table.description,
+                "targets": sorted(str(t) for t in table.targets),
+            }
+    return Manifest(
+        version=version,
+        created_at=created_at,
+        metabundle_version=__version__,
+        sources=source_entries,
+        tables=table_entries,
+        search=search.info or None,
+    )

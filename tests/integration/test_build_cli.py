@@ -1,0 +1,131 @@
+"""``metabundle build`` end to end over the loopback mirror, and its error handling."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import idc_index_data
+import pyarrow.parquet as pq
+import pytest
+
+from metabundle.db import connect
+from metabundle.release.checksums import table_fingerprint
+from tests.integration.conftest import Build, build_release
+from tests.support.cli import run_cli
+from tests.support.servers import serve_directory
+
+VOLATILE_TABLES = {"release_info", "source_snapshot"}
+
+
+def test_build_prints_the_release_and_points_current_at_it(mirror_build: Build) -> None:
+    assert mirror_build.release.parent == mirror_build.out / "releases"
+    assert (mirror_build.out / "current").resolve() == mirror_build.release.resolve()
+    assert "raw_idc" in mirror_build.stderr and "release" in mirror_build.stderr
+    assert not list((mirror_build.out / "releases").glob(".tmp-*"))
+
+
+def test_verify_passes_on_the_built_release(mirror_build: Build) -> None:
+    result = run_cli("verify", str(mirror_build.release))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"OK {mirror_build.release.name}")
+
+
+def test_idc_series_has_every_series_of_the_package(mirror_build: Build) -> None:
+    expected = pq.ParquetFile(idc_index_data.IDC_INDEX_PARQUET_FILEPATH).metadata.num_rows
+    with connect(mirror_build.release / "metabundle.duckdb", read_only=True) as con:
+        rows = con.sql("SELECT count(*) FROM idc_series").fetchall()[0][0]
+        collections = con.sql("SELECT count(*) FROM idc_collection").fetchall()[0][0]
+    assert rows == expected
+    assert collections == 179
+    manifest = json.loads((mirror_build.release / "manifest.json").read_text())
+    assert manifest["tables"]["idc_series"]["rows"] == expected
+    assert manifest["sources"]["idc"]["upstream_version"] == "v25"
+
+
+def test_release_has_the_documented_layout(mirror_build: Build) -> None:
+    names = {p.name for p in mirror_build.release.iterdir()}
+    assert {"metabundle.duckdb", "metabundle.sqlite", "parquet", "manifest.json"} <= names
+    assert {"SHA256SUMS", "datapackage.json", "README.md"} <= names
+    metadata = pq.read_metadata(mirror_build.release / "parquet" / "idc_collection.parquet")
+    assert metadata.metadata[b"metabundle.release"] == mirror_build.release.name.encode()
+
+
+def test_info_summarizes_the_release(mirror_build: Build) -> None:
+    result = run_cli("info", "--release", str(mirror_build.release), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["version"] == mirror_build.release.name
+    assert summary["tables"]["idc_collection"] == 179
+
+
+def test_verify_catches_a_changed_byte(mirror_build: Build, tmp_path: Path) -> None:
+    copy = tmp_path / "release"
+    shutil.copytree(mirror_build.release, copy)
+    target = copy / "parquet" / "idc_version.parquet"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    result = run_cli("verify", str(copy))
+    assert result.returncode == 1
+    assert "parquet/idc_version.parquet does not match its sha256" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_two_builds_of_the_same_inputs_have_identical_tables(
+    mirror_build: Build, mirror_url: str, tmp_path: Path
+) -> None:
+    second = build_release(tmp_path / "out", tmp_path / "cache", mirror_url, "idc")
+    first_tables = sorted(p.stem for p in (mirror_build.release / "parquet").glob("*.parquet"))
+    second_tables = sorted(p.stem for p in (second.release / "parquet").glob("*.parquet"))
+    assert first_tables == second_tables
+    for name in first_tables:
+        if name in VOLATILE_TABLES:
+            continue
+        assert table_fingerprint(
+            name, mirror_build.release / "parquet" / f"{name}.parquet"
+        ) == table_fingerprint(name, second.release / "parquet" / f"{name}.parquet"), name
+
+
+def test_a_failed_asset_leaves_current_untouched(
+    mirror_build: Build, upstream_dir: Path, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken-mirror"
+    shutil.copytree(upstream_dir / "ukb", broken / "ukb")
+    (broken / "ukb" / "scdown" / "1.txt").unlink()
+    before = (mirror_build.out / "current").resolve()
+    with serve_directory(broken) as base:
+        result = run_cli(
+            "build",
+            "--upstream",
+            base,
+            "--out",
+            str(mirror_build.out),
+            "--cache",
+            str(tmp_path / "cache"),
+            "--sources",
+            "ukb",
+        )
+    assert result.returncode == 1
+    assert "ukb/scdown/1.txt" in result.stderr and "404" in result.stderr
+    assert (mirror_build.out / "current").resolve() == before
+    assert not list((mirror_build.out / "releases").glob(".tmp-*"))
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["build", "--sources", "nosuch"], "Unknown source 'nosuch'"),
+        (["build", "--sources", "idc", "--upstream", "http://127.0.0.1:9"], "Cannot reach"),
+        (["build", "--sources", "idc", "--out", "/proc/metabundle"], "Cannot write to --out"),
+        (["build", "--upstream", "/no/such/folder"], "neither an http(s) URL nor"),
+        (["verify", "/no/such/release"], "No release at /no/such/release"),
+    ],
+)
+def test_bad_input_gives_one_clear_sentence(args: list[str], expected: str) -> None:
+    result = run_cli(*args, timeout=120)
+    assert result.returncode == 1
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
