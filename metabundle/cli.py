@@ -202,5 +202,59 @@ def dagster(out_dir: Path, port: int) -> None:
     os.execvp(args[0], args)
 
 
+@main.command()
+@click.argument("query")
+@click.option("--source", "sources", multiple=True, help="Restrict to a source (repeatable).")
+@click.option("--kind", "kinds", multiple=True, help="Restrict to an entity kind (repeatable).")
+@click.option("--method", type=click.Choice(["keyword", "semantic", "hybrid"]), default="hybrid")
+@click.option("--limit", type=int, default=10, help="Results to show (1..50).")
+@click.option("--json", "as_json", is_flag=True, help="Print the search_all payload as JSON.")
+@click.option("--release", type=click.Path(path_type=Path), default=Path("build/current"))
+def search(
+    query: str,
+    sources: tuple[str, ...],
+    kinds: tuple[str, ...],
+    method: str,
+    limit: int,
+    as_json: bool,
+    release: Path,
+) -> None:
+    """Search the release (every source, or --source) and print ranked results."""
+    from metabundle.search.release import Release
+    from metabundle.search.tools import call_tool
+
+    arguments: dict[str, Any] = {"query": query, "method": method, "limit": limit}
+    if sources:
+        arguments["sources"] = list(sources)
+    if kinds:
+        arguments["kinds"] = list(kinds)
+    with Release.open(release) as opened:
+        payload = call_tool(opened, "search_all", arguments)
+    if as_json:
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    if "error" in payload:
+        if not as_json:
+            _fail(payload["error"]["message"])
+        sys.exit(EXIT_USER_ERROR)
+    if not as_json:
+        click.echo(_results_text(payload))
+
+
+def _results_text(payload: dict[str, Any]) -> str:
+    retrieval = payload["retrieval"]
+    lines = [f"method: {retrieval['effective_method']}"]
+    if retrieval["degraded"]:
+        lines[0] += f" (degraded: {retrieval['degraded_reason']})"
+    for item in payload["results"]:
+        lines.append(
+            f"{item['rank']:>3}. [{item['source']}/{item['kind']}] {item['id']}  {item['title']}"
+        )
+        if item.get("canonical_url"):
+            lines.append(f"     {item['canonical_url']}")
+    if not payload["results"]:
+        lines.append("no results")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     main()

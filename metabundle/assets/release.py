@@ -1,33 +1,48 @@
-"""The ``release`` asset: writes the release folder from the latest staged tables."""
+"""The ``release`` asset: writes the release folder from the staged tables and the
+search step's outputs."""
 
 from dagster import AssetExecutionContext, AssetsDefinition, ResourceParam, asset
 
+from metabundle.index.steps import SearchStage, keyword_macros
 from metabundle.pipeline.progress import Progress
 from metabundle.pipeline.resources import BuildConfig
-from metabundle.release.writer import write_release
-from metabundle.sources.registry import SOURCES, with_dependencies
+from metabundle.release.writer import SearchArtifacts, write_release
+from metabundle.sources.registry import with_dependencies
 from metabundle.sources.steps import load_staged
 
 
-def release_asset() -> AssetsDefinition:
-    """The release asset, downstream of every table of every source."""
-    tables = [name for spec in SOURCES.values() for name in spec.tables]
+def search_artifacts(*stages: SearchStage) -> SearchArtifacts:
+    """What the search stages add to a release."""
+    artifacts = SearchArtifacts(macros=keyword_macros())
+    for stage in stages:
+        artifacts.tables.update({name: stage.table(name) for name in stage.tables})
+        artifacts.files.update({name: stage.file(name) for name in stage.files})
+        artifacts.info.update({k: v for k, v in stage.info.items() if not isinstance(v, dict)})
+    return artifacts
 
-    @asset(
-        name="release",
-        group_name="release",
-        deps=tables,
-        description="A verified release folder (DuckDB, SQLite, Parquet, manifest, "
-        "checksums); `current` points at it.",
-    )
-    def _release(
-        context: AssetExecutionContext, build_config: BuildConfig, progress: ResourceParam[Progress]
-    ) -> str:
-        settings = build_config.settings()
-        with progress.step("release"):
-            staged = [load_staged(settings, name) for name in with_dependencies(settings.sources)]
-            path = write_release(settings, staged, report=progress.reporter("release"))
-        context.add_output_metadata({"path": str(path), "version": path.name})
-        return str(path)
 
-    return _release
+@asset(
+    group_name="release",
+    description="A verified release folder (DuckDB, SQLite, Parquet, FTS arrays, ANN "
+    "indexes, manifest, checksums); `current` points at it.",
+)
+def release(
+    context: AssetExecutionContext,
+    search_docs: SearchStage,
+    keyword_index: SearchStage,
+    embeddings: SearchStage,
+    ann_indexes: SearchStage,
+    build_config: BuildConfig,
+    progress: ResourceParam[Progress],
+) -> str:
+    settings = build_config.settings()
+    with progress.step("release"):
+        staged = [load_staged(settings, name) for name in with_dependencies(settings.sources)]
+        artifacts = search_artifacts(search_docs, keyword_index, embeddings, ann_indexes)
+        path = write_release(settings, staged, artifacts, report=progress.reporter("release"))
+    context.add_output_metadata({"path": str(path), "version": path.name})
+    return str(path)
+
+
+def release_assets() -> list[AssetsDefinition]:
+    return [release]

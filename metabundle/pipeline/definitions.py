@@ -6,7 +6,8 @@ from pathlib import Path
 
 from dagster import AssetsDefinition, Definitions, FilesystemIOManager
 
-from metabundle.assets.release import release_asset
+from metabundle.assets.release import release_assets
+from metabundle.assets.search import search_assets
 from metabundle.assets.sources import source_assets
 from metabundle.config import BuildSettings
 from metabundle.pipeline.progress import Progress
@@ -15,7 +16,7 @@ from metabundle.pipeline.resources import BuildConfig
 
 def all_assets() -> list[AssetsDefinition]:
     """Every asset of the pipeline, in graph order."""
-    return [*source_assets(), release_asset()]
+    return [*source_assets(), *search_assets(), *release_assets()]
 
 
 def resources_for(

@@ -26,6 +26,9 @@ USER_ERRORS = {
 }
 
 
+SEARCH_AND_RELEASE = ("search_docs", "keyword_index", "embeddings", "ann_indexes", "release")
+
+
 class BuildFailed(MetabundleError):
     """A build step failed; the message is that step's one-sentence error."""
 
@@ -36,7 +39,7 @@ def selection_for(settings: BuildSettings) -> list[AssetKey]:
     for name in with_dependencies(settings.sources):
         keys.append(AssetKey(f"raw_{name}"))
         keys += [AssetKey(table) for table in get_source(name).tables]
-    keys.append(AssetKey("release"))
+    keys += [AssetKey(name) for name in SEARCH_AND_RELEASE]
     return keys
 
 

@@ -73,6 +73,20 @@ SEARCH_DOC = Table(
     text_columns=("title", "body"),
 )
 
+SEARCH_IDENTIFIER = Table(
+    name="search_identifier",
+    source="metabundle",
+    description="Exact identifiers and aliases (lower-cased) of search documents: the "
+    "lookup that resolves an accession, field ID, code or alias before any ranking.",
+    columns=(
+        Column("identifier", S, "An identifier or alias, lower-cased.", nullable=False),
+        Column("docno", I32, "Document it resolves to (search_doc.docno).", nullable=False),
+    ),
+    primary_key=("identifier", "docno"),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
 FTS_TERM = Table(
     name="fts_term",
     source="metabundle",
@@ -161,4 +175,6 @@ EMBEDDING = Table(
     hidden=True,
 )
 
-register(SEARCH_DOC, FTS_TERM, FTS_POSTING, FTS_DOC, FTS_FORM, FTS_STATS, EMBEDDING)
+register(
+    SEARCH_DOC, SEARCH_IDENTIFIER, FTS_TERM, FTS_POSTING, FTS_DOC, FTS_FORM, FTS_STATS, EMBEDDING
+)

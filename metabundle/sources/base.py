@@ -195,6 +195,6 @@ class SourceSpec:
     tables: tuple[str, ...]
     fetch: Callable[[FetchContext], RawSnapshot]
     parse: Callable[[ParseContext], None]
-    search_docs: Callable[[SearchDocContext], duckdb.DuckDBPyRelation] | None = None
+    search_docs: Callable[[SearchDocContext], duckdb.DuckDBPyRelation]
     depends_on: tuple[str, ...] = ()
     version: str = "1"

@@ -1,0 +1,330 @@
+"""The search steps of a build, each cached by its inputs; no Dagster here.
+
+1. :func:`build_search_docs` unions every source's ``search_doc`` rows and numbers
+   them (``docno``) in ``doc_id`` order.
+2. :func:`build_keyword_index` computes the FTS tables and the memory-mapped keyword
+   arrays.
+3. :func:`build_embeddings` embeds each document's ``embed_text`` through the
+   content-addressed embedding cache.
+4. :func:`build_ann_indexes` builds one HNSW index per source over those vectors.
+
+Each step writes into ``<cache>/search/<step>/<key>/`` where the key hashes its
+inputs, so a rebuild with unchanged inputs reuses the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from metabundle.config import BuildSettings
+from metabundle.db import connect
+from metabundle.index.ann import build_ann_index, save_vectors
+from metabundle.index.embed import EmbeddingCache, embed_with_cache, get_embedder
+from metabundle.index.fts import bm25_macro_sql, build_fts_tables, write_keyword_arrays
+from metabundle.release.staging import stage_table
+from metabundle.schemas import get_table, quote_identifier
+from metabundle.sources.base import SearchDocContext
+from metabundle.sources.registry import get_source
+from metabundle.sources.steps import StagedSource
+
+Reporter = Callable[[str], None]
+STEP_VERSION = {"docs": "2", "keyword": "1", "embeddings": "1", "ann": "1"}
+DONE = "_stage.json"
+FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats")
+VECTORS_FILE = "ann/vectors.npy"
+
+
+@dataclass(frozen=True)
+class SearchStage:
+    """The output of one search step: staged tables, release files and facts."""
+
+    step: str
+    key: str
+    reused: bool
+    tables: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def table(self, name: str) -> Path:
+        return Path(self.tables[name])
+
+    def file(self, name: str) -> Path:
+        return Path(self.files[name])
+
+
+def _key(step: str, *parts: str) -> str:
+    digest = hashlib.sha256(f"{step}\0{STEP_VERSION[step]}".encode())
+    for part in parts:
+        digest.update(b"\0" + part.encode())
+    return digest.hexdigest()[:24]
+
+
+@contextmanager
+def _stage_folder(settings: BuildSettings, step: str, key: str) -> Iterator[tuple[Path, bool]]:
+    """The cached folder of a step: ``(folder, done)``; a fresh temp folder is renamed
+    into place when the body finishes without error."""
+    folder = settings.cache_dir / "search" / step / key
+    if (folder / DONE).exists():
+        yield folder, True
+        return
+    temp = folder.with_name(f".{key}.tmp")
+    shutil.rmtree(temp, ignore_errors=True)
+    temp.mkdir(parents=True)
+    try:
+        yield temp, False
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    shutil.rmtree(folder, ignore_errors=True)
+    temp.rename(folder)
+
+
+def _finish(folder: Path, stage: SearchStage, final: Path) -> SearchStage:
+    """Rewrite paths from the temp folder to the final one and mark the step done."""
+
+    def moved(path: str) -> str:
+        return str(final / Path(path).relative_to(folder))
+
+    done = SearchStage(
+        stage.step,
+        stage.key,
+        False,
+        {k: moved(v) for k, v in stage.tables.items()},
+        {k: moved(v) for k, v in stage.files.items()},
+        stage.info,
+    )
+    (folder / DONE).write_text(json.dumps(done.__dict__, sort_keys=True, indent=1))
+    return done
+
+
+def _load(folder: Path) -> SearchStage:
+    data = json.loads((folder / DONE).read_text())
+    data["reused"] = True
+    return SearchStage(**data)
+
+
+def _cached_step(
+    settings: BuildSettings, step: str, key: str, make: Callable[[Path], SearchStage]
+) -> SearchStage:
+    final = settings.cache_dir / "search" / step / key
+    with _stage_folder(settings, step, key) as (folder, done):
+        if done:
+            return _load(folder)
+        stage = make(folder)
+        return _finish(folder, stage, final)
+
+
+# -- 1. search documents ----------------------------------------------------------------
+
+
+def _source_docs_sql(con: duckdb.DuckDBPyConnection, name: str) -> str:
+    """SELECT of one source's documents with every search_doc column (nulls filled)."""
+    declared = get_table("search_doc")
+    found = {row[0] for row in con.execute(f"DESCRIBE {name}_docs").fetchall()}
+    extra = found - set(declared.column_names)
+    if extra:
+        raise AssertionError(f"{name} search docs have undeclared column {sorted(extra)[0]}")
+    select = []
+    for column in declared.columns:
+        if column.name == "source":
+            select.append(f"'{name}' AS source")
+        elif column.name == "docno":
+            continue
+        elif column.name in found:
+            select.append(quote_identifier(column.name))
+        else:
+            select.append(f"NULL AS {quote_identifier(column.name)}")
+    return f"SELECT {', '.join(select)} FROM {name}_docs"
+
+
+def build_search_docs(
+    settings: BuildSettings, sources: list[StagedSource], report: Reporter
+) -> SearchStage:
+    """One ``search_doc`` table over every source that has search documents."""
+    with_docs = sorted(sources, key=lambda s: s.source)
+    key = _key("docs", *(f"{s.source}:{s.cache_key}" for s in with_docs))
+
+    def make(folder: Path) -> SearchStage:
+        counts: dict[str, int] = {}
+        with connect() as con:
+            con.execute(f"SET temp_directory = '{folder / '.tmp'}'")
+            parts = []
+            for staged in with_docs:
+                tables = {n: t.path for n, t in staged.tables.items()}
+                relation = get_source(staged.source).search_docs(SearchDocContext(tables, con))
+                relation.to_table(f"{staged.source}_docs")
+                parts.append(_source_docs_sql(con, staged.source))
+                counts[staged.source] = con.execute(
+                    f"SELECT count(*) FROM {staged.source}_docs"
+                ).fetchall()[0][0]
+            union = " UNION ALL ".join(parts)
+            relation = con.sql(
+                f"SELECT *, CAST(row_number() OVER (ORDER BY doc_id) - 1 AS INTEGER) AS docno "
+                f"FROM ({union})"
+            )
+            staged_docs = stage_table(
+                "search_doc", relation, folder / "search_doc.parquet", con=con
+            )
+            identifiers = con.sql(
+                "SELECT DISTINCT lower(trim(identifier)) AS identifier, docno "
+                f"FROM (SELECT unnest(identifiers) AS identifier, docno "
+                f"FROM read_parquet('{staged_docs.path}')) WHERE trim(identifier) <> ''"
+            )
+            staged_ids = stage_table(
+                "search_identifier", identifiers, folder / "search_identifier.parquet", con=con
+            )
+        shutil.rmtree(folder / ".tmp", ignore_errors=True)
+        report(f"search_doc: {staged_docs.rows:,} documents ({counts})")
+        tables = {"search_doc": str(staged_docs.path), "search_identifier": str(staged_ids.path)}
+        return SearchStage("docs", key, False, tables, {}, {"documents": counts})
+
+    return _cached_step(settings, "docs", key, make)
+
+
+# -- 2. keyword index -------------------------------------------------------------------
+
+
+def build_keyword_index(
+    settings: BuildSettings, docs: SearchStage, report: Reporter
+) -> SearchStage:
+    """FTS tables (release tables) and keyword arrays (``fts/`` in the release)."""
+    key = _key("keyword", docs.key)
+
+    def make(folder: Path) -> SearchStage:
+        table = pq.read_table(docs.table("search_doc"), columns=["docno", "title", "body"])
+        tables = build_fts_tables(table)
+        staged = {
+            name: str(stage_table(name, tables[name], folder / f"{name}.parquet").path)
+            for name in FTS_TABLES
+        }
+        arrays = folder / "fts"
+        write_keyword_arrays(tables, arrays)
+        files = {f"fts/{p.name}": str(p) for p in sorted(arrays.iterdir())}
+        terms = tables["fts_term"].num_rows
+        postings = tables["fts_posting"].num_rows
+        report(f"keyword index: {terms:,} terms, {postings:,} postings")
+        return SearchStage(
+            "keyword", key, False, staged, files, {"fts_terms": terms, "fts_postings": postings}
+        )
+
+    return _cached_step(settings, "keyword", key, make)
+
+
+def keyword_macros() -> list[str]:
+    """SQL that creates the release's keyword-search macro."""
+    return [bm25_macro_sql()]
+
+
+# -- 3. embeddings ----------------------------------------------------------------------
+
+
+def build_embeddings(settings: BuildSettings, docs: SearchStage, report: Reporter) -> SearchStage:
+    """Embed every document's ``embed_text`` (title when absent), reusing the cache.
+
+    With the provider ``none`` the release has no embeddings (keyword search only).
+    """
+    if settings.embedding_provider == "none":
+        return SearchStage("embeddings", "none", False, info={"embedding_provider": "none"})
+    embedder = get_embedder(settings.embedding_provider)
+    key = _key("embeddings", docs.key, embedder.model_id)
+
+    def make(folder: Path) -> SearchStage:
+        table = pq.read_table(
+            docs.table("search_doc"), columns=["docno", "doc_id", "title", "embed_text"]
+        )
+        texts = [
+            e if e else t
+            for e, t in zip(
+                table.column("embed_text").to_pylist(),
+                table.column("title").to_pylist(),
+                strict=True,
+            )
+        ]
+        total = len(texts)
+        done = {"n": 0, "next": 0}
+
+        def progress(count: int) -> None:
+            done["n"] += count
+            if done["n"] >= done["next"]:
+                report(f"embedded {done['n']:,} texts")
+                done["next"] = done["n"] + max(5000, total // 10)
+
+        cache = EmbeddingCache(settings.cache_dir / "embeddings")
+        vectors, stats = embed_with_cache(embedder, texts, cache, progress=progress)
+        report(
+            f"embeddings: {stats['requested']:,} texts, {stats['cached']:,} from cache, "
+            f"{stats['embedded']:,} embedded ({embedder.model_id})"
+        )
+        save_vectors(vectors, folder / "vectors.npy")
+        embedding = pa.table(
+            {
+                "docno": table.column("docno"),
+                "doc_id": table.column("doc_id"),
+                "model": pa.array([embedder.model_id] * total, pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(vectors.reshape(-1), pa.float32()), embedder.dimension
+                ),
+            }
+        )
+        staged = stage_table("embedding", embedding, folder / "embedding.parquet")
+        info = {
+            "embedding_provider": embedder.provider,
+            "embedding_model": embedder.model_id,
+            "embedding_dimension": embedder.dimension,
+            "embedding_is_local": embedder.is_local,
+            "embedding_stats": dict(stats),
+        }
+        return SearchStage(
+            "embeddings",
+            key,
+            False,
+            {"embedding": str(staged.path)},
+            {VECTORS_FILE: str(folder / "vectors.npy")},
+            info,
+        )
+
+    return _cached_step(settings, "embeddings", key, make)
+
+
+# -- 4. ANN indexes ---------------------------------------------------------------------
+
+
+def build_ann_indexes(
+    settings: BuildSettings, docs: SearchStage, embeddings: SearchStage, report: Reporter
+) -> SearchStage:
+    """One HNSW index per source (keys are docnos), rebuilt only when vectors change."""
+    if not embeddings.files:
+        return SearchStage("ann", "none", False)
+    backend = settings.ann_backend
+    key = _key("ann", embeddings.key, backend)
+
+    def make(folder: Path) -> SearchStage:
+        vectors = np.load(embeddings.file(VECTORS_FILE), mmap_mode="r")
+        with connect() as con:
+            rows = con.sql(
+                f"SELECT source, docno FROM read_parquet('{docs.table('search_doc')}') "
+                "ORDER BY source, docno"
+            ).fetchnumpy()
+        files: dict[str, str] = {}
+        for source in sorted(set(rows["source"].tolist())):
+            keys = rows["docno"][rows["source"] == source].astype(np.int64)
+            path = folder / f"{source}.{backend}"
+            build_ann_index(np.asarray(vectors[keys], dtype=np.float32), keys, path, backend)
+            files[f"ann/{path.name}"] = str(path)
+            files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
+            report(f"ann index {source}: {len(keys):,} vectors ({backend})")
+        return SearchStage("ann", key, False, {}, files, {"ann_backend": backend})
+
+    return _cached_step(settings, "ann", key, make)

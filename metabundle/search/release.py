@@ -1,0 +1,182 @@
+"""Open a release for serving: a hardened read-only DuckDB connection, the
+memory-mapped keyword arrays, vectors and ANN indexes, and the query embedder.
+
+Opening is cheap (memory maps and a small manifest); ANN indexes and the embedding
+model load on first use. One :class:`Release` serves many threads: every request
+takes its own DuckDB cursor.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from metabundle.index.ann import AnnIndex, load_vectors, open_ann_index
+from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
+from metabundle.index.fts import KeywordIndex
+from metabundle.release.manifest import read_manifest
+from metabundle.release.pointer import resolve_release
+from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
+
+DUCKDB_FILE = "metabundle.duckdb"
+DEFAULT_MEMORY_LIMIT = "2GB"
+DEFAULT_THREADS = 2
+
+
+def hardened_config(memory_limit: str, threads: int) -> dict[str, Any]:
+    """DuckDB's own recommendations for untrusted SQL, locked at connect time."""
+    return {
+        "enable_external_access": False,
+        "autoload_known_extensions": False,
+        "autoinstall_known_extensions": False,
+        "allow_community_extensions": False,
+        "memory_limit": memory_limit,
+        "max_temp_directory_size": "0B",
+        "threads": threads,
+        "lock_configuration": True,
+    }
+
+
+def embeddings_enabled() -> bool:
+    """``METABUNDLE_EMBEDDINGS_ENABLED=0`` turns query embeddings off."""
+    value = os.environ.get("METABUNDLE_EMBEDDINGS_ENABLED", "1").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
+class Release:
+    """A release opened read-only for searching."""
+
+    def __init__(self, path: Path, *, memory_limit: str, threads: int) -> None:
+        self.path = path
+        self.manifest = read_manifest(path)
+        self.version: str = self.manifest["version"]
+        self.search_info: dict[str, Any] = self.manifest.get("search") or {}
+        self._con = duckdb.connect(
+            str(path / DUCKDB_FILE), read_only=True, config=hardened_config(memory_limit, threads)
+        )
+        self._lock = threading.Lock()
+        self._ann: dict[str, AnnIndex] = {}
+        self._embedder: Embedder | None = None
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str,
+        *,
+        memory_limit: str = DEFAULT_MEMORY_LIMIT,
+        threads: int = DEFAULT_THREADS,
+    ) -> Release:
+        """Open the release at ``path`` (a release folder, ``current`` or a build folder)."""
+        return cls(resolve_release(Path(path)), memory_limit=memory_limit, threads=threads)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Release:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- SQL ------------------------------------------------------------------------
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of its own for one request (DuckDB connections are not thread-safe)."""
+        return self._con.cursor()
+
+    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+        """Rows of a parameterized query of our own, on a fresh cursor."""
+        with self.cursor() as cur:
+            return cur.execute(sql, params or []).fetchall()
+
+    def query_dicts(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        with self.cursor() as cur:
+            result = cur.execute(sql, params or [])
+            names = [d[0] for d in result.description]
+            return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
+
+    def has_table(self, name: str) -> bool:
+        return bool(self.query("SELECT 1 FROM duckdb_tables() WHERE table_name = ?", [name]))
+
+    # -- keyword --------------------------------------------------------------------
+
+    @cached_property
+    def keywords(self) -> KeywordIndex | None:
+        folder = self.path / "fts"
+        return KeywordIndex.open(folder) if (folder / "meta.json").exists() else None
+
+    @cached_property
+    def n_docs(self) -> int:
+        return int(self.query("SELECT count(*) FROM search_doc")[0][0])
+
+    @cached_property
+    def doc_sources(self) -> np.ndarray:
+        """The source of every document, indexed by docno (for fast filter masks)."""
+        rows = self.query("SELECT source FROM search_doc ORDER BY docno")
+        return np.array([r[0] for r in rows], dtype=object)
+
+    # -- semantic -------------------------------------------------------------------
+
+    @cached_property
+    def vectors(self) -> np.ndarray | None:
+        path = self.path / "ann" / "vectors.npy"
+        return load_vectors(path) if path.exists() else None
+
+    def ann_index(self, source: str) -> AnnIndex | None:
+        """The memory-mapped ANN index of ``source`` (None when it has none)."""
+        with self._lock:
+            if source not in self._ann:
+                backend = self.search_info.get("ann_backend", "usearch")
+                path = self.path / "ann" / f"{source}.{backend}"
+                if not path.exists():
+                    return None
+                self._ann[source] = open_ann_index(path)
+            return self._ann[source]
+
+    @property
+    def embedding_provider(self) -> str | None:
+        provider = self.search_info.get("embedding_provider")
+        return None if provider in (None, "none") else str(provider)
+
+    def embedder(self) -> Embedder:
+        """The query embedder matching the release's model, or ``embeddings_unavailable``."""
+        if not embeddings_enabled():
+            raise ToolError(
+                EMBEDDINGS_UNAVAILABLE,
+                "Query embeddings are disabled (METABUNDLE_EMBEDDINGS_ENABLED=0); "
+                "use method=keyword.",
+            )
+        if self.embedding_provider is None or self.vectors is None:
+            raise ToolError(
+                EMBEDDINGS_UNAVAILABLE,
+                "This release was built without embeddings; use method=keyword.",
+            )
+        with self._lock:
+            if self._embedder is None:
+                try:
+                    embedder = get_embedder(self.embedding_provider)
+                except EmbeddingsUnavailable as error:
+                    raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None
+                if embedder.model_id != self.search_info.get("embedding_model"):
+                    raise ToolError(
+                        EMBEDDINGS_UNAVAILABLE,
+                        f"The installed {self.embedding_provider} model "
+                        f"({embedder.model_id}) differs from the release's "
+                        f"({self.search_info.get('embedding_model')}).",
+                    )
+                self._embedder = embedder
+            return self._embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The unit vector of ``text`` under the release's model."""
+        embedder = self.embedder()
+        try:
+            return embedder.embed([text])[0]
+        except EmbeddingsUnavailable as error:
+            raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None

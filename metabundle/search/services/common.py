@@ -1,0 +1,205 @@
+"""Release-wide tools: what the release holds, its tables, guarded SQL and the
+cross-source search that ranks every source in one list."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from metabundle.schemas import Target, duckdb_type, get_table
+from metabundle.search.errors import invalid, not_found
+from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.release import Release
+from metabundle.search.retrieval import RRF, combine, documents, mask_from_sql, rank, source_mask
+from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS, run_sql
+from metabundle.search.tools import tool
+
+SNIPPET_CHARS = 300
+GROUP = "release"
+
+
+class NoParams(Params):
+    pass
+
+
+@tool(
+    "get_release_info",
+    "Call this first to learn what this offline release holds: its version, the "
+    "sources with their upstream versions and row counts, and the embedding model. "
+    "Cite the version with any answer.",
+    NoParams,
+    GROUP,
+)
+def get_release_info(release: Release, params: NoParams) -> dict[str, Any]:
+    manifest = release.manifest
+    return {
+        "version": release.version,
+        "created_at": manifest["created_at"],
+        "sources": {
+            name: {
+                "title": entry["title"],
+                "upstream": entry["upstream_url"],
+                "upstream_version": entry.get("upstream_version"),
+                "fetched_at": entry.get("fetched_at"),
+                "tables": entry["tables"],
+            }
+            for name, entry in sorted(manifest["sources"].items())
+        },
+        "search": release.search_info,
+    }
+
+
+def _release_tables(release: Release) -> dict[str, dict[str, Any]]:
+    return {
+        name: entry
+        for name, entry in sorted(release.manifest["tables"].items())
+        if Target.DUCKDB.value in entry["targets"]
+    }
+
+
+@tool(
+    "list_tables",
+    "List every table of the release with its source, row count and description. "
+    "Call this before writing SQL for run_sql, and when a property is not among a "
+    "source tool's attributes: it may live in another table.",
+    NoParams,
+    GROUP,
+)
+def list_tables(release: Release, params: NoParams) -> dict[str, Any]:
+    tables = [
+        {
+            "name": name,
+            "source": entry["source"],
+            "rows": entry["rows"],
+            "description": entry["description"],
+        }
+        for name, entry in _release_tables(release).items()
+    ]
+    return {"tables": tables}
+
+
+class TableParams(Params):
+    table: Annotated[str, Field(max_length=200, description="A table name from list_tables.")]
+
+
+@tool(
+    "get_table_schema",
+    "Get the columns of one table (type, nullability, description, primary key). Call "
+    "this before run_sql so queries use real column names.",
+    TableParams,
+    GROUP,
+)
+def get_table_schema(release: Release, params: TableParams) -> dict[str, Any]:
+    tables = _release_tables(release)
+    if params.table not in tables:
+        suggestions = difflib.get_close_matches(params.table, list(tables), n=5)
+        raise not_found(
+            f"There is no table {params.table!r}; call list_tables.", suggestions=suggestions
+        )
+    table = get_table(params.table)
+    return {
+        "table": table.name,
+        "source": table.source,
+        "description": table.description,
+        "rows": tables[table.name]["rows"],
+        "primary_key": list(table.primary_key),
+        "url_column": table.url_column,
+        "columns": [
+            {
+                "name": c.name,
+                "type": duckdb_type(c, table),
+                "nullable": c.nullable,
+                "description": c.description,
+            }
+            for c in table.columns
+        ],
+    }
+
+
+class SqlParams(Params):
+    sql: Annotated[
+        str,
+        Field(max_length=20_000, description="One read-only SELECT (WITH ... SELECT allowed)."),
+    ]
+    max_rows: Annotated[int, clamp(1, MAX_ROWS), Field(description=f"Row cap, 1..{MAX_ROWS}.")] = (
+        DEFAULT_MAX_ROWS
+    )
+
+
+@tool(
+    "run_sql",
+    "Run one read-only SELECT over the whole release (DuckDB SQL) when the curated "
+    "tools cannot answer. Call list_tables and get_table_schema first. Only SELECT is "
+    "accepted; files, URLs, ATTACH, COPY, SET and extensions are refused; rows are "
+    "capped (truncated tells you) and slow queries are stopped.",
+    SqlParams,
+    GROUP,
+)
+def run_sql_tool(release: Release, params: SqlParams) -> dict[str, Any]:
+    return run_sql(release, params.sql, params.max_rows)
+
+
+# -- cross-source search ----------------------------------------------------------------
+
+
+def result_item(position: int, row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
+    """A search result in the shape every search tool shares."""
+    body = row.get("body") or ""
+    snippet = body if len(body) <= SNIPPET_CHARS else body[: SNIPPET_CHARS - 1] + "…"
+    item: dict[str, Any] = {
+        "rank": position,
+        "source": row["source"],
+        "kind": row["kind"],
+        "id": row["entity_id"],
+        "doc_id": row["doc_id"],
+        "title": row["title"],
+        "snippet": snippet,
+        "canonical_url": row["canonical_url"],
+    }
+    for key in ("parent_id", "study_id", "domain", "vocabulary", "variable_type", "role"):
+        if row.get(key) is not None:
+            item[key] = row[key]
+    item["scores"] = scores
+    return item
+
+
+class SearchAllParams(Params):
+    query: Query
+    method: Method = "hybrid"
+    sources: Annotated[
+        list[str] | None,
+        Field(max_length=10, description="Restrict to these sources (dbgap, ukb, aou, omop, idc)."),
+    ] = None
+    kinds: Annotated[
+        list[str] | None,
+        Field(max_length=20, description="Restrict to these kinds, e.g. variable, field."),
+    ] = None
+    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+
+
+@tool(
+    "search_all",
+    "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, Imaging Data "
+    "Commons) and get one ranked list, each item labelled with its source and kind. "
+    "Call this when you do not know which resource measures something; then use the "
+    "source's own tools for details. Exact identifiers and aliases rank first.",
+    SearchAllParams,
+    GROUP,
+)
+def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
+    available = sorted(release.manifest["sources"])
+    unknown = [s for s in params.sources or [] if s not in available]
+    if unknown:
+        raise invalid(f"Unknown source {unknown[0]!r}; this release has {', '.join(available)}.")
+    kinds_mask = (
+        mask_from_sql(release, "list_contains(?, kind)", [params.kinds]) if params.kinds else None
+    )
+    mask = combine(source_mask(release, params.sources), kinds_mask)
+    hits, retrieval = rank(
+        release, params.query, method=params.method, mask=mask, limit=params.limit, fusion=RRF
+    )
+    rows = documents(release, [h.docno for h in hits])
+    results = [result_item(i, rows[h.docno], h.scores()) for i, h in enumerate(hits, start=1)]
+    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
