@@ -1,0 +1,29 @@
+"""All of Us: the public Data Browser catalogue (surveys, physical measurements and
+EHR concepts) as searchable items.
+
+Inputs: the Data Browser repository's metadata CSVs and OpenAPI file at a fixed
+commit, the omop2survey answer key, the public Data Browser API for participant counts
+(only when the build may reach it), and the OMOP vocabulary tables of the ``omop``
+source for EHR concepts. :mod:`.fetch` downloads, :mod:`.parse` builds the tables
+declared in :mod:`metabundle.schemas.aou`, :mod:`.docs` yields the search documents.
+"""
+
+from __future__ import annotations
+
+from metabundle.sources.aou.docs import search_docs
+from metabundle.sources.aou.fetch import fetch
+from metabundle.sources.aou.parse import parse
+from metabundle.sources.base import SourceSpec
+
+SOURCE = SourceSpec(
+    name="aou",
+    title="All of Us Research Program public Data Browser",
+    homepage="https://databrowser.researchallofus.org/",
+    tables=("aou_item", "aou_item_identifier", "aou_item_edge", "aou_item_link", "aou_unit"),
+    fetch=fetch,
+    parse=parse,
+    search_docs=search_docs,
+    depends_on=("omop",),
+)
+
+__all__ = ["SOURCE"]

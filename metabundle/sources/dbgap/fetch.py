@@ -1,0 +1,166 @@
+"""Which dbGaP studies a build reads, and downloading their files.
+
+Discovery walks the FTP tree through its HTML directory listings, exactly as
+``https://ftp.ncbi.nlm.nih.gov/dbgap/studies/`` serves them (a mirror's loopback
+server and a local folder list the same way):
+
+``studies/`` → ``<phs>/`` → ``<phs>.v<N>.p<P>/`` → ``GapExchange_<acc>.xml`` and
+``pheno_variable_summaries/`` → ``*.data_dict.xml``, ``*.data_dict_<date>.xml`` and
+``*.var_report.xml``.
+
+Selection: ``settings.dbgap_studies`` (bases or versioned accessions); when empty,
+profile ``sample`` reads :data:`SAMPLE_STUDIES` and profile ``full`` every study
+directory upstream plus every study of the Advanced Search export. Every version
+directory of a selected study is read, so an older version on the FTP is kept next
+to the export's current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from metabundle.config import env
+from metabundle.errors import ConfigError
+from metabundle.sources.base import FetchContext, RawSnapshot
+from metabundle.sources.dbgap import studies_csv
+from metabundle.sources.dbgap.accessions import (
+    FTP_STUDIES,
+    MIRROR_STUDIES,
+    StudySelector,
+    StudyVersion,
+)
+from metabundle.sources.dbgap.datasets import is_data_dict, is_var_report
+
+PHENO_FOLDER = "pheno_variable_summaries/"
+
+SAMPLE_STUDIES: tuple[str, ...] = (
+    "phs000001",  # AREDS: a 2008 dated data dictionary; the export's current version is v3
+    "phs000160",  # NIA-LOAD: GapExchange with documents and variable annotations, 2009 files
+    "phs000286",  # Jackson Heart Study: a cohort (4,905 variables), the real var_report, v6 + v7
+    "phs000424",  # GTEx: GapExchange with a questionnaire document; on the FTP v8, export v11
+    "phs001252",  # ECLIPSE: GapExchange and 1,182 variables, acronym in the name
+    "phs001985",  # Harmonization Test Study 1: synthetic var_reports, not in the export
+)
+"""The ``sample`` profile's studies: small, real, and together covering every file
+kind and the versions rule. Framingham (phs000007, 64,560 variables, half the
+mirror) is left out to keep sample builds fast; select it with ``--dbgap-studies``."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a build reads: ``selectors`` (``None`` = everything) and how they were chosen."""
+
+    mode: str
+    selectors: tuple[StudySelector, ...] | None
+
+    def admits(self, study: StudyVersion) -> bool:
+        return self.selectors is None or any(s.admits(study) for s in self.selectors)
+
+    def bases(self, available: Iterable[str]) -> list[str]:
+        """The study bases to look at, from ``available`` when selecting everything."""
+        if self.selectors is None:
+            return sorted(set(available))
+        return sorted({s.base for s in self.selectors})
+
+    def describe(self) -> list[str] | str:
+        if self.selectors is None:
+            return "all"
+        return [s.text for s in self.selectors]
+
+
+def choose_selection(studies: tuple[str, ...], profile: str) -> Selection:
+    """The build's studies: explicit ones, else the profile's."""
+    if studies:
+        return Selection("settings", tuple(StudySelector.parse(s) for s in studies))
+    if profile == "full":
+        return Selection("full", None)
+    return Selection("sample", tuple(StudySelector.parse(s) for s in SAMPLE_STUDIES))
+
+
+def csv_public_url(ctx: FetchContext) -> str:
+    """Where the Advanced Search export is read from without a mirror."""
+    url = env(studies_csv.URL_VARIABLE)
+    if url:
+        return url
+    if ctx.upstream.is_mirror:
+        return studies_csv.ADVANCED_SEARCH_PAGE
+    raise ConfigError(
+        "dbGaP's Advanced Search studies CSV has no public download URL (it is saved from "
+        f"{studies_csv.ADVANCED_SEARCH_PAGE}); set METABUNDLE_{studies_csv.URL_VARIABLE} "
+        "to its location or build from a mirror with --upstream"
+    )
+
+
+def fetch(ctx: FetchContext) -> RawSnapshot:
+    """Download the export, then every file of every selected study version."""
+    selection = choose_selection(ctx.settings.dbgap_studies, ctx.settings.profile)
+    export = ctx.get(studies_csv.MIRROR_PATH, csv_public_url(ctx))
+    listed = studies_csv.export_versions(export.path, export.key)
+    current = {base: version for base, (version, _released) in listed.items()}
+    on_ftp = {name.rstrip("/") for name in _listing(ctx, "") if name.startswith("phs")}
+    bases = selection.bases(on_ftp | set(current))
+    versions: list[StudyVersion] = []
+    for base in bases:
+        if base in on_ftp:
+            versions += [v for v in _study_versions(ctx, base) if selection.admits(v)]
+    _check_selection(selection, versions, current)
+    for study in versions:
+        ctx.report(f"{study.accession}: listing files")
+        _fetch_version(ctx, study)
+    newest = max((released for _version, released in listed.values() if released), default=None)
+    return ctx.snapshot(
+        upstream_version=f"advanced search export, newest release {newest}" if newest else None,
+        details={
+            "selection": selection.mode,
+            "studies": selection.describe(),
+            "study_bases": bases,
+            "ftp_study_versions": [v.accession for v in versions],
+            "export": export.key,
+            "upstream_version_basis": "newest Release Date listed in the export",
+        },
+    )
+
+
+def _listing(ctx: FetchContext, path: str) -> list[str]:
+    """Entry names of ``studies/<path>`` (sub-directories end with ``/``)."""
+    mirror = f"{MIRROR_STUDIES}/{path}".rstrip("/")
+    public = f"{FTP_STUDIES}/{path}".rstrip("/")
+    return ctx.fetcher.list_directory(ctx.upstream.directory(mirror, public))
+
+
+def _study_versions(ctx: FetchContext, base: str) -> list[StudyVersion]:
+    """The version directories of study ``base`` on the FTP."""
+    found = (StudyVersion.parse(name.rstrip("/")) for name in _listing(ctx, base))
+    return sorted(v for v in found if v is not None and v.base == base)
+
+
+def _fetch_version(ctx: FetchContext, study: StudyVersion) -> None:
+    folder = f"{study.base}/{study.accession}"
+    entries = _listing(ctx, folder)
+    gap_exchange = f"GapExchange_{study.accession}.xml"
+    if gap_exchange in entries:
+        _get(ctx, f"{folder}/{gap_exchange}")
+    if PHENO_FOLDER in entries:
+        pheno = f"{folder}/{PHENO_FOLDER.rstrip('/')}"
+        for name in _listing(ctx, pheno):
+            if is_data_dict(name) or is_var_report(name):
+                _get(ctx, f"{pheno}/{name}")
+
+
+def _get(ctx: FetchContext, path: str) -> None:
+    ctx.get(f"{MIRROR_STUDIES}/{path}", f"{FTP_STUDIES}/{path}")
+
+
+def _check_selection(
+    selection: Selection, versions: list[StudyVersion], current: dict[str, StudyVersion]
+) -> None:
+    """Every requested study must exist on the FTP or in the export."""
+    for selector in selection.selectors or ():
+        known = [v for v in versions if selector.admits(v)]
+        export_version = current.get(selector.base)
+        if not known and not (export_version and selector.admits(export_version)):
+            raise ConfigError(
+                f"dbGaP study {selector.text} is neither in the Advanced Search "
+                "export nor on the FTP"
+            )

@@ -1,0 +1,186 @@
+"""Encodings (schema 2) and the values of the downloaded codings (``codown.cgi``).
+
+A coding file is flat (``coding, meaning``) or a tree (``coding, meaning, node_id,
+parent_id, selectable``); its header says which. Tree codings must be proper trees:
+node ids unique within the coding, every parent a node of the same coding (0 marks the
+top level and is stored as null) and every node reachable from the top; ``selectable``
+is ``Y`` or ``N``. A violation is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+from metabundle.sources.base import RawSnapshot
+from metabundle.sources.ukb.files import (
+    ENCODING_URL,
+    FLAT_CODING_COLUMNS,
+    TREE_CODING_COLUMNS,
+    TREE_ONLY_COLUMNS,
+    coding_id_of,
+)
+from metabundle.sources.ukb.tsv import (
+    TsvFile,
+    fail_on_first,
+    load_tsv,
+    read_header,
+    require_columns,
+    sql_literal,
+)
+
+ROW_COLUMNS = (
+    "encoding_id INTEGER, file VARCHAR, line INTEGER, is_tree BOOLEAN, value VARCHAR, "
+    "meaning VARCHAR, node_id INTEGER, parent_id INTEGER, selectable VARCHAR"
+)
+
+
+def coding_files(snapshot: RawSnapshot) -> list[tuple[int, TsvFile]]:
+    """(encoding id, file) of every non-empty coding download, by encoding id."""
+    found = [
+        (encoding_id, TsvFile(raw.key, raw.path))
+        for raw in snapshot.files
+        if (encoding_id := coding_id_of(raw.key)) is not None and raw.size > 0
+    ]
+    return sorted(found, key=lambda item: item[0])
+
+
+@dataclass(frozen=True)
+class CodingGroup:
+    """Coding files that share one header, flat or tree."""
+
+    is_tree: bool
+    files: tuple[tuple[int, TsvFile], ...]
+
+
+def _is_tree(header: Sequence[str]) -> bool:
+    return bool(TREE_ONLY_COLUMNS & set(header))
+
+
+def coding_groups(files: Sequence[tuple[int, TsvFile]]) -> list[CodingGroup]:
+    """Group coding files by header, checking each header has its kind's columns."""
+    groups: dict[tuple[str, ...], list[tuple[int, TsvFile]]] = {}
+    for encoding_id, file in files:
+        header = read_header(file)
+        columns = TREE_CODING_COLUMNS if _is_tree(header) else FLAT_CODING_COLUMNS
+        require_columns(file, header, list(columns))
+        groups.setdefault(header, []).append((encoding_id, file))
+    return [CodingGroup(_is_tree(header), tuple(group)) for header, group in sorted(groups.items())]
+
+
+def load_codings(con: duckdb.DuckDBPyConnection, groups: Sequence[CodingGroup]) -> None:
+    """Temp table ``coding_raw`` with every value of every coding file, validated."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE coding_rows ({ROW_COLUMNS})")
+    for number, group in enumerate(groups):
+        _insert_group(con, f"coding_part_{number}", group)
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE coding_raw AS "
+        "SELECT * FROM coding_rows ORDER BY encoding_id, line"
+    )
+    _validate(con)
+
+
+def _insert_group(con: duckdb.DuckDBPyConnection, table: str, group: CodingGroup) -> None:
+    """Read coding files that share a header into ``coding_rows``."""
+    columns = TREE_CODING_COLUMNS if group.is_tree else FLAT_CODING_COLUMNS
+    load_tsv(con, table, [file for _, file in group.files], columns)
+    ids = ", ".join(f"({sql_literal(file.key)}, {i})" for i, file in group.files)
+    tree = "node_id, nullif(parent_id, 0), selectable" if group.is_tree else "NULL, NULL, NULL"
+    con.execute(
+        f"INSERT INTO coding_rows SELECT k.encoding_id, t.file, t.line, {group.is_tree}, "
+        f"t.coding, t.meaning, {tree} FROM {table} AS t "
+        f"JOIN (VALUES {ids}) AS k(file, encoding_id) USING (file)"
+    )
+    con.execute(f"DROP TABLE {table}")
+
+
+CHECKS = (
+    "SELECT file, line, 'the coding value is empty' FROM coding_raw WHERE value IS NULL",
+    "SELECT file, line, 'selectable is ' || coalesce(selectable, '(empty)') "
+    "|| ', not Y or N' FROM coding_raw "
+    "WHERE is_tree AND coalesce(selectable, '') NOT IN ('Y', 'N')",
+    "SELECT file, line, 'node_id ' || coalesce(CAST(node_id AS VARCHAR), '(empty)') "
+    "|| ' is empty or repeated' FROM (SELECT *, "
+    "count(*) OVER (PARTITION BY encoding_id, node_id) AS n FROM coding_raw) "
+    "WHERE is_tree AND (node_id IS NULL OR n > 1)",
+    "SELECT file, line, 'parent_id ' || parent_id || ' is not a node of this coding' "
+    "FROM coding_raw AS c WHERE parent_id IS NOT NULL AND NOT EXISTS ("
+    "SELECT 1 FROM coding_raw AS p "
+    "WHERE p.encoding_id = c.encoding_id AND p.node_id = c.parent_id)",
+)
+"""Each check lists (file, line, reason) of the rows that break a rule of coding files."""
+
+
+def _validate(con: duckdb.DuckDBPyConnection) -> None:
+    """Fail on the first empty value, bad flag, repeated node or stray parent."""
+    for check in CHECKS:
+        fail_on_first(con, check)
+
+
+def value_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """``ukb_encoding_value`` rows: keys, depths in the tree and URLs."""
+    con.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE coding_depth AS
+        WITH RECURSIVE walk(encoding_id, node_id, depth) AS (
+            SELECT encoding_id, node_id, 1 FROM coding_raw
+            WHERE node_id IS NOT NULL AND parent_id IS NULL
+            UNION ALL
+            SELECT c.encoding_id, c.node_id, w.depth + 1
+            FROM coding_raw AS c JOIN walk AS w
+              ON c.encoding_id = w.encoding_id AND c.parent_id = w.node_id
+        )
+        SELECT * FROM walk
+        """
+    )
+    fail_on_first(
+        con,
+        "SELECT file, line, 'node ' || node_id || ' is not reachable from the top of the "
+        "tree (a parent cycle)' FROM coding_raw AS c WHERE node_id IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM coding_depth AS d "
+        "WHERE d.encoding_id = c.encoding_id AND d.node_id = c.node_id)",
+    )
+    return con.sql(
+        f"""
+        SELECT c.encoding_id,
+               c.line - 1 AS value_order,
+               CASE WHEN count(*) OVER (PARTITION BY c.encoding_id, c.value) > 1
+                    THEN c.value || '@' || coalesce(c.node_id, c.line - 1)
+                    ELSE c.value END AS value_key,
+               c.value, c.meaning, c.node_id, c.parent_id,
+               CASE c.selectable WHEN 'Y' THEN true WHEN 'N' THEN false END AS selectable,
+               coalesce(d.depth, 1) AS depth,
+               '{ENCODING_URL}' || c.encoding_id AS canonical_url
+        FROM coding_raw AS c
+        LEFT JOIN coding_depth AS d USING (encoding_id, node_id)
+        """
+    )
+
+
+def encoding_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """``ukb_encoding`` rows: schema 2 with decoded codes, usage and loaded value counts."""
+    return con.sql(
+        f"""
+        WITH used AS (
+            SELECT encoding_id, count(*) AS n FROM raw_field GROUP BY encoding_id
+        ),
+        loaded AS (
+            SELECT encoding_id, count(*) AS n FROM coding_raw GROUP BY encoding_id
+        )
+        SELECT e.encoding_id, e.title, e.availability,
+               e.coded_as, vt.label AS coded_as_label,
+               e.structure, st.label AS structure_label,
+               e.num_members, e.descript AS description,
+               coalesce(used.n, 0) AS field_count,
+               loaded.n IS NOT NULL AS values_loaded,
+               coalesce(loaded.n, 0) AS value_count,
+               '{ENCODING_URL}' || e.encoding_id AS canonical_url
+        FROM raw_encoding AS e
+        LEFT JOIN ukb_lookup AS vt ON vt.kind = 'value_type' AND vt.code = e.coded_as
+        LEFT JOIN ukb_lookup AS st ON st.kind = 'structure' AND st.code = e.structure
+        LEFT JOIN used USING (encoding_id)
+        LEFT JOIN loaded USING (encoding_id)
+        """
+    )
