@@ -41,12 +41,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from metabundle.index.fts import (
-    KeywordIndex,
-    bm25_macro_sql,
-    build_fts_tables,
-    write_keyword_arrays,
-)
+from metabundle.index.fts import KeywordIndex, bm25_macro_sql
+from metabundle.index.fts_build import build_fts_tables, write_keyword_arrays
 from metabundle.index.tokenizer import tokenize, tokenize_many
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"

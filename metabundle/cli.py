@@ -256,5 +256,41 @@ def _results_text(payload: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _host_port(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as a (host, port) pair."""
+    if value is None:
+        return None
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"expected HOST:PORT such as 127.0.0.1:8765, got {value!r}")
+    return host, int(port)
+
+
+@main.command("mcp")
+@click.option(
+    "--release",
+    "release_path",
+    type=click.Path(path_type=Path),
+    default=Path("build/current"),
+    help="A release folder, a `current` link or a build folder [./build/current].",
+)
+@click.option(
+    "--http",
+    metavar="HOST:PORT",
+    callback=_host_port,
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio. Use a loopback "
+    "address such as 127.0.0.1:8765: the server has no authentication.",
+)
+def mcp_command(release_path: Path, http: tuple[str, int] | None) -> None:
+    """Serve a release to AI agents over MCP (stdio unless --http is given)."""
+    from metabundle.release.pointer import resolve_release
+
+    release = resolve_release(release_path)  # a bad path fails before the slow imports
+    from metabundle.mcp.server import serve
+
+    serve(release, http, lambda text: click.echo(f"metabundle: {text}", err=True))
+
+
 if __name__ == "__main__":
     main()

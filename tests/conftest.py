@@ -1,4 +1,5 @@
-"""Shared fixtures: the offline mirror served over loopback HTTP."""
+"""Shared fixtures: the offline mirror served over loopback HTTP, and one real build
+of every source from it for the whole session."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from metabundle.search.release import Release
+from tests.support.build import Build, build_release
 from tests.support.servers import serve_directory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,3 +36,22 @@ def mirror_url(upstream_dir: Path) -> Iterator[str]:
     """Base URL of the mirror served on 127.0.0.1 for the whole session."""
     with serve_directory(upstream_dir) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def mirror_build(tmp_path_factory: pytest.TempPathFactory, mirror_url: str) -> Build:
+    """A release of every source (dbGaP: the sample studies), built once from the
+    loopback mirror by the real ``metabundle build``."""
+    reuse = os.environ.get("METABUNDLE_TEST_BUILD")
+    if reuse:  # a developer's earlier mirror build, to iterate quickly; CI never sets it
+        out = Path(reuse).resolve()
+        return Build(out, out / "cache", (out / "current").resolve(), "", "")
+    root = tmp_path_factory.mktemp("mirror-build")
+    return build_release(root / "out", root / "out" / "cache", mirror_url)
+
+
+@pytest.fixture(scope="session")
+def release(mirror_build: Build) -> Iterator[Release]:
+    """The session build opened for searching."""
+    with Release.open(mirror_build.release) as opened:
+        yield opened

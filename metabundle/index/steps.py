@@ -32,7 +32,8 @@ from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.index.ann import build_ann_index, save_vectors
 from metabundle.index.embed import EmbeddingCache, embed_with_cache, get_embedder
-from metabundle.index.fts import bm25_macro_sql, build_fts_tables, write_keyword_arrays
+from metabundle.index.fts import bm25_macro_sql
+from metabundle.index.fts_build import build_fts_tables, write_keyword_arrays
 from metabundle.release.staging import stage_table
 from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext

@@ -14,14 +14,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from metabundle.index.fts import (
-    FTS_SCHEMAS,
-    TITLE_WEIGHT,
-    KeywordIndex,
-    bm25_macro_sql,
-    build_fts_tables,
-    write_keyword_arrays,
-)
+from metabundle.index.fts import TITLE_WEIGHT, KeywordIndex, bm25_macro_sql
+from metabundle.index.fts_build import FTS_SCHEMAS, build_fts_tables, write_keyword_arrays
 from metabundle.index.tokenizer import tokenize
 
 CORPUS = [

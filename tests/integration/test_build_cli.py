@@ -12,7 +12,7 @@ import pytest
 
 from metabundle.db import connect
 from metabundle.release.checksums import table_fingerprint
-from tests.integration.conftest import Build, build_release
+from tests.support.build import Build, build_release, share_embedding_cache
 from tests.support.cli import run_cli
 from tests.support.servers import serve_directory
 
@@ -76,7 +76,8 @@ def test_verify_catches_a_changed_byte(mirror_build: Build, tmp_path: Path) -> N
 def test_two_builds_of_the_same_inputs_have_identical_tables(
     mirror_build: Build, mirror_url: str, tmp_path: Path
 ) -> None:
-    second = build_release(tmp_path / "out", tmp_path / "cache", mirror_url, "idc")
+    share_embedding_cache(mirror_build, tmp_path / "cache")
+    second = build_release(tmp_path / "out", tmp_path / "cache", mirror_url)
     first_tables = sorted(p.stem for p in (mirror_build.release / "parquet").glob("*.parquet"))
     second_tables = sorted(p.stem for p in (second.release / "parquet").glob("*.parquet"))
     assert first_tables == second_tables

@@ -1,15 +1,14 @@
-"""The shared mirror build: one real ``metabundle build`` over loopback for the session."""
+"""Real ``metabundle build`` runs over the loopback mirror, shared by the test suite."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from tests.support.cli import run_cli
 
-BUILD_SOURCES = "idc"
+ALL_SOURCES = "dbgap,ukb,aou,omop,idc"
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,10 @@ class Build:
     stderr: str
 
 
-def build_release(out: Path, cache: Path, mirror_url: str, sources: str) -> Build:
+def build_release(
+    out: Path, cache: Path, mirror_url: str, sources: str = ALL_SOURCES, *extra: str
+) -> Build:
+    """Run the real console script; fail the test with its stderr when it fails."""
     result = run_cli(
         "build",
         "--upstream",
@@ -34,14 +36,13 @@ def build_release(out: Path, cache: Path, mirror_url: str, sources: str) -> Buil
         str(cache),
         "--sources",
         sources,
+        *extra,
     )
     assert result.returncode == 0, f"build failed:\n{result.stderr[-4000:]}"
     release = Path(result.stdout.strip().splitlines()[-1])
     return Build(out, cache, release, result.stdout, result.stderr)
 
 
-@pytest.fixture(scope="session")
-def mirror_build(tmp_path_factory: pytest.TempPathFactory, mirror_url: str) -> Build:
-    """A release of every tested source, built once from the loopback mirror."""
-    root = tmp_path_factory.mktemp("mirror-build")
-    return build_release(root / "out", root / "out" / "cache", mirror_url, BUILD_SOURCES)
+def share_embedding_cache(source: Build, cache: Path) -> None:
+    """Seed a new cache with an earlier build's content-addressed embeddings."""
+    shutil.copytree(source.cache / "embeddings", cache / "embeddings", dirs_exist_ok=True)
