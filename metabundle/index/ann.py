@@ -1,0 +1,404 @@
+"""HNSW vector indexes behind one small interface, with usearch (default) and hnswlib.
+
+Build side: :func:`build_ann_index` writes the index file atomically (temporary file +
+rename) and a JSON sidecar ``path.with_suffix(".json")`` holding backend, dimension,
+count, dtype, metric and parameters; :func:`save_vectors` writes the exact vectors as
+``.npy`` (row ``i`` = key ``i``), the source of truth for exact re-scoring.
+
+Read side: :func:`open_ann_index` picks the backend from the sidecar. usearch indexes are
+memory-mapped (``Index.restore(path, view=True)``): opening is instant whatever the size
+and pages load on demand. hnswlib cannot map its files: ``load_index`` reads the whole
+index into RAM, so opening costs time and memory proportional to its size (a known
+limitation; use usearch for large releases).
+
+Similarity: vectors are unit length, so cosine = inner product. usearch uses its ``cos``
+metric (exact for unit vectors and correct for its f16/i8 storage), hnswlib its ``ip``
+space; both report ``1 - cosine`` distances, which :meth:`AnnIndex.search` turns into
+cosine scores (higher is better).
+
+Determinism: with ``threads=1`` (the default) both backends insert in input order and
+produce byte-identical files for the same input (tested). usearch draws node levels from
+a fixed internal seed (the ``seed`` argument does not apply to it); hnswlib uses ``seed``.
+Multi-threaded insertion is faster but not reproducible.
+
+Filtered search (:func:`filtered_search`) keeps returning ``k`` results when a filter is
+selective: small allowed sets are scored exactly; large ones oversample the ANN and fall
+back to exact scoring when the oversampled candidates still hold too few allowed keys.
+Every result is re-scored from the ``.npy`` vectors, so scores are the same whichever
+path produced them; ties are broken by key ascending.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BACKENDS",
+    "AnnIndex",
+    "build_ann_index",
+    "filtered_search",
+    "load_vectors",
+    "open_ann_index",
+    "save_vectors",
+]
+
+BACKENDS = ("usearch", "hnswlib")
+SIDECAR_FORMAT = 1
+_USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
+_EXACT_CHUNK = 65536
+
+
+def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """float32 C-contiguous copy of a 2-D array with unit rows (zero rows stay zero)."""
+    matrix = np.array(vectors, dtype=np.float32, order="C", copy=True)
+    if matrix.ndim != 2 or matrix.shape[1] == 0:
+        raise ValueError(f"expected a (n, d) matrix, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ValueError("vectors contain NaN or infinity")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+def _unit_query(query: np.ndarray, dimension: int) -> np.ndarray:
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    if q.shape != (dimension,):
+        raise ValueError(f"query has shape {np.shape(query)}, expected ({dimension},)")
+    norm = float(np.linalg.norm(q))
+    if not math.isfinite(norm) or norm == 0.0:
+        raise ValueError("query vector is zero or not finite")
+    return q / norm
+
+
+def _top_k(keys: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best by score descending, ties by key ascending (exact at the boundary)."""
+    if scores.size > k:
+        kth = np.partition(scores, scores.size - k)[scores.size - k]
+        keep = scores >= kth
+        keys, scores = keys[keep], scores[keep]
+    order = np.lexsort((keys, -scores))[:k]
+    return keys[order].astype(np.int64, copy=False), scores[order].astype(np.float32, copy=False)
+
+
+# -- index objects -------------------------------------------------------------------
+
+
+class AnnIndex(ABC):
+    """An opened, read-only HNSW index; keys are int64, scores cosine similarities."""
+
+    backend: str
+
+    def __init__(self, path: Path, info: dict[str, Any]) -> None:
+        self.path = path
+        self.info = info
+
+    @property
+    def dimension(self) -> int:
+        """Vector length."""
+        return int(self.info["dimension"])
+
+    def __len__(self) -> int:
+        return int(self.info["count"])
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Approximate ``k`` nearest keys to ``query`` (shape ``(d,)``) and their scores.
+
+        Scores are cosine similarities as the index stores them (f16 storage rounds them
+        slightly); sorted by score descending, ties by key ascending. Fewer than ``k``
+        come back only when the index holds fewer vectors or the graph cannot reach them.
+        """
+        q = _unit_query(query, self.dimension)
+        count = min(int(k), len(self))
+        if count <= 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        keys, distances = self._search(q, count)
+        scores = (1.0 - distances.astype(np.float64)).astype(np.float32)
+        return _top_k(keys.astype(np.int64), scores, count)
+
+    @abstractmethod
+    def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Backend search for a unit query: (keys, distances = 1 - cosine)."""
+
+
+class _UsearchIndex(AnnIndex):
+    backend = "usearch"
+
+    def __init__(self, path: Path, info: dict[str, Any]) -> None:
+        from usearch.index import Index
+
+        super().__init__(path, info)
+        expansion = int(info.get("params", {}).get("expansion_search", 64))
+        index = Index.restore(os.fspath(path), view=True, expansion_search=expansion)
+        if index is None:
+            raise ValueError(f"{path} is not a usearch index")
+        self._index = index
+
+    def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        matches = self._index.search(query, count, threads=1)
+        return np.asarray(matches.keys), np.asarray(matches.distances)
+
+
+class _HnswlibIndex(AnnIndex):
+    backend = "hnswlib"
+
+    def __init__(self, path: Path, info: dict[str, Any]) -> None:
+        import hnswlib
+
+        super().__init__(path, info)
+        index = hnswlib.Index(space=str(info.get("space", "ip")), dim=self.dimension)
+        index.load_index(os.fspath(path))  # reads the whole file into RAM
+        index.set_ef(int(info.get("params", {}).get("expansion_search", 64)))
+        index.set_num_threads(1)
+        self._index = index
+
+    def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        # hnswlib raises instead of returning fewer results when the graph search reaches
+        # fewer than ``count`` nodes; ask for fewer until it answers.
+        while True:
+            try:
+                labels, distances = self._index.knn_query(query, k=count, num_threads=1)
+            except RuntimeError:
+                if count <= 1:
+                    return np.empty(0, np.int64), np.empty(0, np.float32)
+                count = max(1, count * 3 // 4)
+                continue
+            return np.asarray(labels[0]), np.asarray(distances[0])
+
+
+# -- build ----------------------------------------------------------------------------
+
+
+def build_ann_index(
+    vectors: np.ndarray,
+    keys: np.ndarray,
+    path: Path,
+    backend: str = "usearch",
+    *,
+    dtype: str = "f16",
+    connectivity: int = 16,
+    expansion_add: int = 128,
+    expansion_search: int = 64,
+    seed: int = 100,
+    threads: int = 1,
+) -> None:
+    """Build an HNSW index over unit ``vectors`` (n, d) with int64 ``keys`` at ``path``.
+
+    Rows are re-normalized defensively. ``dtype`` is usearch's storage scalar (``f16``
+    default: half the size of f32, recall unchanged for unit vectors; also ``f32``,
+    ``bf16``, ``i8``); hnswlib always stores f32 and records that. ``connectivity`` is
+    HNSW ``M``; ``expansion_add``/``expansion_search`` are ``ef_construction``/``ef``.
+    ``threads=1`` keeps the file reproducible (see the module docstring).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown ANN backend {backend!r} (known: {', '.join(BACKENDS)})")
+    matrix = _unit_rows(vectors)
+    key_array = np.asarray(keys, dtype=np.int64).reshape(-1)
+    if key_array.shape[0] != matrix.shape[0]:
+        raise ValueError(f"{key_array.shape[0]} keys for {matrix.shape[0]} vectors")
+    if key_array.size and (key_array.min() < 0 or np.unique(key_array).size != key_array.size):
+        raise ValueError("keys must be unique and non-negative")
+    path = Path(path)
+    if path.suffix == ".json":
+        raise ValueError("an index path must not end in .json (that names its sidecar)")
+    params = {
+        "connectivity": connectivity,
+        "expansion_add": expansion_add,
+        "expansion_search": expansion_search,
+        "seed": seed,
+        "threads": threads,
+    }
+    if backend == "usearch":
+        if dtype not in _USEARCH_DTYPES:
+            raise ValueError(f"usearch dtype must be one of {_USEARCH_DTYPES}, got {dtype!r}")
+        _atomic_write(path, lambda tmp: _build_usearch(matrix, key_array, tmp, dtype, params))
+        extra = {"dtype": dtype, "metric": "cos"}
+    else:
+        _atomic_write(path, lambda tmp: _build_hnswlib(matrix, key_array, tmp, params))
+        extra = {"dtype": "f32", "metric": "ip", "space": "ip"}
+    info = {
+        "format": SIDECAR_FORMAT,
+        "backend": backend,
+        "dimension": int(matrix.shape[1]),
+        "count": int(matrix.shape[0]),
+        **extra,
+        "score": "cosine similarity = 1 - distance",
+        "params": params,
+    }
+    text = json.dumps(info, indent=2, sort_keys=True) + "\n"
+    _atomic_write(path.with_suffix(".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _build_usearch(
+    matrix: np.ndarray, keys: np.ndarray, tmp: Path, dtype: str, params: dict[str, int]
+) -> None:
+    from usearch.index import Index
+
+    index = Index(
+        ndim=matrix.shape[1],
+        metric="cos",
+        dtype=dtype,
+        connectivity=params["connectivity"],
+        expansion_add=params["expansion_add"],
+        expansion_search=params["expansion_search"],
+    )
+    if len(keys):
+        index.add(keys.astype(np.uint64), matrix, threads=params["threads"])
+    index.save(os.fspath(tmp))
+
+
+def _build_hnswlib(matrix: np.ndarray, keys: np.ndarray, tmp: Path, params: dict[str, int]) -> None:
+    import hnswlib
+
+    index = hnswlib.Index(space="ip", dim=matrix.shape[1])
+    index.init_index(
+        max_elements=max(1, len(keys)),
+        M=params["connectivity"],
+        ef_construction=params["expansion_add"],
+        random_seed=params["seed"],
+    )
+    if len(keys):
+        index.add_items(matrix, keys, num_threads=params["threads"])
+    index.save_index(os.fspath(tmp))
+
+
+# -- open -----------------------------------------------------------------------------
+
+
+def read_sidecar(path: Path) -> dict[str, Any]:
+    """The JSON sidecar written next to an index by :func:`build_ann_index`."""
+    sidecar = Path(path).with_suffix(".json")
+    try:
+        info: dict[str, Any] = json.loads(sidecar.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"ANN index sidecar {sidecar} is missing") from exc
+    return info
+
+
+def open_ann_index(path: Path, backend: str | None = None) -> AnnIndex:
+    """Open the index at ``path`` read-only; the backend comes from its sidecar.
+
+    A ``backend`` given explicitly must agree with the sidecar.
+    """
+    path = Path(path)
+    info = read_sidecar(path)
+    found = info.get("backend")
+    if backend is not None and backend != found:
+        raise ValueError(f"{path} was built with {found!r}, not {backend!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f"ANN index {path} is missing")
+    if found == "usearch":
+        return _UsearchIndex(path, info)
+    if found == "hnswlib":
+        return _HnswlibIndex(path, info)
+    raise ValueError(f"{path}: unknown ANN backend {found!r} in its sidecar")
+
+
+# -- exact vectors and filtered search ------------------------------------------------
+
+
+def save_vectors(vectors: np.ndarray, path: Path, dtype: str = "float16") -> None:
+    """Write ``vectors`` (n, d) as ``.npy`` in ``dtype`` (float16 default, or float32).
+
+    float16 halves the file at a cost of about 1e-3 in cosine; scoring upcasts to
+    float32. Row ``i`` must be the vector of key ``i``. Written atomically.
+    """
+    if dtype not in ("float16", "float32"):
+        raise ValueError("dtype must be 'float16' or 'float32'")
+    matrix = np.ascontiguousarray(vectors, dtype=dtype)
+    if matrix.ndim != 2:
+        raise ValueError(f"expected a (n, d) matrix, got shape {matrix.shape}")
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as handle:  # a file object: np.save must not append ".npy"
+            np.save(handle, matrix, allow_pickle=False)
+
+    _atomic_write(Path(path), write)
+
+
+def load_vectors(path: Path) -> np.ndarray:
+    """Memory-map a ``.npy`` written by :func:`save_vectors` (read-only)."""
+    matrix = np.load(Path(path), mmap_mode="r", allow_pickle=False)
+    if matrix.ndim != 2:
+        raise ValueError(f"{path} holds shape {matrix.shape}, not (n, d)")
+    return matrix
+
+
+def _exact_scores(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    return np.asarray(vectors[rows], dtype=np.float32) @ query
+
+
+def _exact_top_k(
+    vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Brute-force top ``k`` among sorted ``rows``, in chunks to bound memory."""
+    best_keys, best_scores = np.empty(0, np.int64), np.empty(0, np.float32)
+    for start in range(0, len(rows), _EXACT_CHUNK):
+        chunk = rows[start : start + _EXACT_CHUNK]
+        keys = np.concatenate([best_keys, chunk])
+        scores = np.concatenate([best_scores, _exact_scores(vectors, chunk, query)])
+        best_keys, best_scores = _top_k(keys, scores, k)
+    return best_keys, best_scores
+
+
+def filtered_search(
+    index: AnnIndex,
+    vectors_mmap: np.ndarray,
+    query: np.ndarray,
+    k: int,
+    allowed_keys: np.ndarray | None,
+    *,
+    exact_threshold: int = 20000,
+    max_candidates: int = 50_000,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top ``k`` keys among ``allowed_keys`` (None = all) with exact cosine scores.
+
+    Keys are row numbers into ``vectors_mmap``. Up to ``exact_threshold`` allowed keys
+    are scored by brute force; more use the ANN with ``k`` scaled by the filter's
+    selectivity (x2 margin, x4 per retry, at most ``max_candidates`` candidates), then
+    exact search over the allowed rows if the candidates still hold fewer than ``k``
+    allowed keys.
+    Returns ``min(k, number allowed)`` results: score descending, key ascending.
+    """
+    q = _unit_query(query, vectors_mmap.shape[1])
+    if k <= 0:
+        return np.empty(0, np.int64), np.empty(0, np.float32)
+    n = len(index)
+    if allowed_keys is None:
+        keys, _ = index.search(q, k)
+        return _top_k(keys, _exact_scores(vectors_mmap, keys, q), k)
+    allowed = np.unique(np.asarray(allowed_keys, dtype=np.int64))
+    if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors_mmap.shape[0]):
+        raise ValueError("allowed_keys must be row numbers of vectors_mmap")
+    if allowed.size <= exact_threshold or n == 0:
+        return _exact_top_k(vectors_mmap, allowed, q, k)
+    wanted = min(k, allowed.size)
+    limit = min(n, max(max_candidates, k))
+    count = min(limit, max(4 * k, math.ceil(2 * k * n / allowed.size)))
+    while True:
+        keys, _ = index.search(q, count)
+        hits = keys[np.isin(keys, allowed, assume_unique=True)]
+        if hits.size >= wanted:
+            return _top_k(hits, _exact_scores(vectors_mmap, hits, q), k)
+        if count >= limit:
+            return _exact_top_k(vectors_mmap, allowed, q, k)
+        count = min(limit, count * 4)

