@@ -86,10 +86,13 @@ async def test_a_call_returns_exactly_the_core_payload(
 
 async def test_search_results_are_real_hits(server: MCPServer) -> None:
     async with Client(server) as client:
-        result = await client.call_tool("search_all", {"query": "lung", "method": "keyword"})
+        result = await client.call_tool(
+            "search_all", {"query": "lung", "method": "keyword", "sources": ["idc"]}
+        )
     payload = payload_of(result)
     assert payload["results"], "a keyword search for lung finds IDC collections"
     assert {item["source"] for item in payload["results"]} == {"idc"}
+    assert all("lung" in (item["title"] + item["snippet"]).lower() for item in payload["results"])
     assert "untrusted" in payload["data_notice"]
 
 

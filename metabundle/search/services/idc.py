@@ -1,0 +1,621 @@
+"""NCI Imaging Data Commons discovery tools (the IDC API plan's discovery surface).
+
+Version and headline counts, collections and analysis results, ranked search over
+their descriptions, and the filterable series attributes with their values — all
+answered offline from the release's ``idc_*`` tables. Cohorts, manifests, viewer
+links, citations and licenses live in :mod:`.idc_cohort` and :mod:`.idc_urls`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints
+
+from metabundle.schemas import duckdb_type, quote_identifier
+from metabundle.schemas.idc import IDC_SERIES
+from metabundle.search.errors import not_found
+from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.release import Release
+from metabundle.search.retrieval import Fusion, documents, mask_from_sql, rank
+from metabundle.search.services.common import result_item
+from metabundle.search.services.idc_common import (
+    GROUP,
+    PORTAL_URL,
+    SIZE_BYTES_SQL,
+    SOURCE,
+    clean_citation,
+    doi_sources,
+    require_idc,
+    size_block,
+    source_entry,
+    split_list,
+)
+from metabundle.search.services.idc_filters import (
+    ANALYSIS_NOTE,
+    BODY_PART_NOTE,
+    Filters,
+    compile_filters,
+    is_numeric,
+    resolve_attribute,
+)
+from metabundle.search.tools import tool
+
+Text = Annotated[str, StringConstraints(max_length=200)]
+Offset = Annotated[int, Field(ge=0, description="Rows to skip (pagination), from 0.")]
+DESCRIPTION_CHARS = 300
+IDC_FUSION = Fusion("weighted", keyword_weight=0.5, semantic_weight=0.5)
+ATTRIBUTES_NOTE = (
+    "These are the columns of idc_series (one row per DICOM series) that build_cohort, "
+    "get_attribute_values, get_cohort_urls, get_citations and get_licenses filter on. A "
+    "property that is not listed here may live in another table: call list_tables "
+    "before concluding it does not exist. Collection-level properties (cancer type, "
+    "tumor location, species) are found with list_collections. The full IDC index names "
+    "its specialized tables <modality>_index (ct_index, mr_index, sm_index, seg_index, "
+    "rtstruct_index, ...); this release holds only the main index."
+)
+
+
+class NoParams(Params):
+    pass
+
+
+def _short(text: str | None) -> str | None:
+    if text is None or len(text) <= DESCRIPTION_CHARS:
+        return text
+    return text[: DESCRIPTION_CHARS - 1] + "…"
+
+
+def _page(rows: list[Any], limit: int, offset: int) -> dict[str, Any]:
+    returned = rows[offset : offset + limit]
+    following = offset + len(returned)
+    return {
+        "total": len(rows),
+        "limit": limit,
+        "offset": offset,
+        "returned": len(returned),
+        "next_offset": following if following < len(rows) else None,
+    }
+
+
+# -- version and stats ------------------------------------------------------------------
+
+
+@tool(
+    "get_idc_version",
+    "Call this first for Imaging Data Commons questions: the IDC data release this "
+    "snapshot holds (e.g. v25), its date, and the idc-index-data package version it was "
+    "read from. Cite the IDC version with any IDC answer.",
+    NoParams,
+    GROUP,
+)
+def get_idc_version(release: Release, params: NoParams) -> dict[str, Any]:
+    require_idc(release)
+    latest = release.query_dicts(
+        "SELECT idc_version, version_timestamp FROM idc_version ORDER BY idc_version DESC LIMIT 1"
+    )[0]
+    source = release.manifest["sources"][SOURCE]
+    details = source.get("details") or {}
+    return {
+        "idc_version": f"v{latest['idc_version']}",
+        "idc_version_number": latest["idc_version"],
+        "version_timestamp": latest["version_timestamp"],
+        "package": details.get("package", "idc-index-data"),
+        "package_version": details.get("package_version"),
+        "fetched_at": source.get("fetched_at"),
+        "release_version": release.version,
+        "portal": PORTAL_URL,
+    }
+
+
+def _breakdown(release: Release, column: str) -> list[dict[str, Any]]:
+    name = quote_identifier(column)
+    rows = release.query(
+        f"SELECT {name}, count(*) AS n FROM idc_series GROUP BY 1 ORDER BY n DESC, 1"
+    )
+    return [{"value": value, "series": n} for value, n in rows]
+
+
+@tool(
+    "get_stats",
+    "Headline counts of Imaging Data Commons: collections, analysis results, patients, "
+    "studies, series, instances, total size, and series counts per modality and per "
+    "license. Call it to size IDC as a whole; use build_cohort for counts of a selection.",
+    NoParams,
+    GROUP,
+)
+def get_stats(release: Release, params: NoParams) -> dict[str, Any]:
+    require_idc(release)
+    totals = release.query_dicts(
+        f"""
+        SELECT count(DISTINCT collection_id) AS collections,
+               count(DISTINCT analysis_result_id) AS analysis_results,
+               count(DISTINCT (collection_id, PatientID)) AS patients,
+               count(DISTINCT StudyInstanceUID) AS studies,
+               count(*) AS series,
+               coalesce(sum(instanceCount), 0) AS instances,
+               {SIZE_BYTES_SQL} AS size_bytes
+        FROM idc_series
+        """
+    )[0]
+    size = size_block(totals.pop("size_bytes"))
+    return {
+        **totals,
+        "total_size": size,
+        "modalities": _breakdown(release, "Modality"),
+        "licenses": _breakdown(release, "license_short_name"),
+        "notes": [
+            "patients counts distinct (collection_id, PatientID) pairs: PatientID is unique "
+            "only within a collection.",
+            "Sizes are in decimal units (1 MB = 10^6 bytes), from series_size_MB.",
+        ],
+    }
+
+
+# -- collections ------------------------------------------------------------------------
+
+COLLECTIONS_SQL = f"""
+WITH counts AS (
+    SELECT collection_id, count(*) AS series, {SIZE_BYTES_SQL} AS size_bytes
+    FROM idc_series GROUP BY collection_id
+)
+SELECT c.*, k.series, k.size_bytes
+FROM idc_collection AS c LEFT JOIN counts AS k USING (collection_id)
+"""
+
+_ELEMENT_MATCH = (
+    "len(list_filter(string_split(c.{column}, ','), "
+    "lambda x: contains(lower(trim(x)), lower(?)))) > 0"
+)
+
+
+class ListCollectionsParams(Params):
+    cancer_type: Annotated[
+        Text | None,
+        Field(
+            description="Keep collections one of whose cancer types contains this text "
+            "(case-insensitive), e.g. 'lung', 'Glioblastoma'."
+        ),
+    ] = None
+    tumor_location: Annotated[
+        Text | None,
+        Field(
+            description="Keep collections one of whose tumor locations contains this "
+            "text (case-insensitive), e.g. 'breast', 'brain'."
+        ),
+    ] = None
+    modality: Annotated[
+        Text | None,
+        Field(
+            description="Keep collections holding this DICOM modality (case-insensitive "
+            "exact code), e.g. CT, MR, PT, SM, SEG."
+        ),
+    ] = None
+    limit: Annotated[int, clamp(1, 100), Field(description="Collections per page, 1..100.")] = 20
+    offset: Offset = 0
+
+
+def _collection_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "collection_id": row["collection_id"],
+        "collection_name": row["collection_name"],
+        "cancer_types": split_list(row["cancer_types"]),
+        "tumor_locations": split_list(row["tumor_locations"]),
+        "species": split_list(row["species"]),
+        "subjects": row["subjects"],
+        "modalities": row["modalities"],
+        "licenses": row["licenses"],
+        "program_id": row["program_id"],
+        "series": row["series"] or 0,
+        "size": size_block(row["size_bytes"]),
+        "canonical_url": row["canonical_url"],
+    }
+
+
+def _collection_vocabulary(release: Release, column: str) -> list[str]:
+    rows = release.query(
+        f"SELECT DISTINCT trim(unnest(string_split({quote_identifier(column)}, ','))) "
+        "FROM idc_collection ORDER BY 1"
+    )
+    return [r[0] for r in rows if r[0]]
+
+
+@tool(
+    "list_collections",
+    "List Imaging Data Commons collections (datasets), optionally those whose cancer "
+    "types or tumor locations contain a word, or that hold a modality; paged, with the "
+    "total. Call it to find collections for a disease or body site; then call "
+    "get_collection for one collection's details, or build_cohort with a collection_id "
+    "filter for counts of its series.",
+    ListCollectionsParams,
+    GROUP,
+)
+def list_collections(release: Release, params: ListCollectionsParams) -> dict[str, Any]:
+    require_idc(release)
+    conditions, args = [], []
+    if params.cancer_type:
+        conditions.append(_ELEMENT_MATCH.format(column="cancer_types"))
+        args.append(params.cancer_type.strip())
+    if params.tumor_location:
+        conditions.append(_ELEMENT_MATCH.format(column="tumor_locations"))
+        args.append(params.tumor_location.strip())
+    if params.modality:
+        conditions.append(
+            "list_contains(list_transform(c.modalities, lambda m: lower(m)), lower(?))"
+        )
+        args.append(params.modality.strip())
+    where = " AND ".join(conditions) or "TRUE"
+    rows = release.query_dicts(
+        f"SELECT * FROM ({COLLECTIONS_SQL}) AS c WHERE {where} ORDER BY collection_id", args
+    )
+    payload: dict[str, Any] = {
+        "page": _page(rows, params.limit, params.offset),
+        "collections": [
+            _collection_row(r) for r in rows[params.offset : params.offset + params.limit]
+        ],
+    }
+    if not rows and conditions:
+        payload["hint"] = _no_collection_hint(release, params)
+    return payload
+
+
+def _no_collection_hint(release: Release, params: ListCollectionsParams) -> str:
+    """Close spellings of the words that matched nothing."""
+    close: list[str] = []
+    for value, column in (
+        (params.cancer_type, "cancer_types"),
+        (params.tumor_location, "tumor_locations"),
+    ):
+        if value:
+            vocabulary = _collection_vocabulary(release, column)
+            by_lower = {v.lower(): v for v in vocabulary}
+            close += [
+                by_lower[m]
+                for m in difflib.get_close_matches(value.lower(), list(by_lower), n=5, cutoff=0.6)
+            ]
+    suggestion = f" Close values: {', '.join(close)}." if close else ""
+    return (
+        "No collection matches all the given criteria; loosen them (a word matches inside "
+        f"a cancer type or location) or call search_idc.{suggestion}"
+    )
+
+
+class GetCollectionParams(Params):
+    collection_id: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=200),
+        Field(
+            description="A collection_id such as 'tcga_luad' (its name, 'TCGA-LUAD', also works)."
+        ),
+    ]
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def resolve_collection(release: Release, given: str) -> str:
+    """The collection_id for an id or a name, or ``not_found`` with suggestions."""
+    rows = release.query("SELECT collection_id, collection_name FROM idc_collection")
+    wanted = _normal(given)
+    for collection_id, name in rows:
+        if given == collection_id or wanted in (collection_id, _normal(name or "")):
+            return collection_id
+    choices = {cid: cid for cid, _ in rows} | {_normal(n or ""): cid for cid, n in rows}
+    close = difflib.get_close_matches(wanted, list(choices), n=5, cutoff=0.6)
+    suggestions = list(dict.fromkeys(choices[c] for c in close))
+    raise not_found(
+        f"There is no IDC collection {given!r}; call list_collections or search_idc.",
+        suggestions=suggestions,
+    )
+
+
+def _collection_series(release: Release, collection_id: str) -> dict[str, Any]:
+    modalities = release.query(
+        "SELECT Modality, count(*) AS n FROM idc_series WHERE collection_id = ? "
+        "GROUP BY 1 ORDER BY n DESC, 1",
+        [collection_id],
+    )
+    analysis = release.query_dicts(
+        """
+        SELECT s.analysis_result_id, a.analysis_result_title AS title, count(*) AS series
+        FROM idc_series AS s LEFT JOIN idc_analysis_result AS a USING (analysis_result_id)
+        WHERE s.collection_id = ? AND s.analysis_result_id IS NOT NULL
+        GROUP BY 1, 2 ORDER BY series DESC, 1
+        """,
+        [collection_id],
+    )
+    return {
+        "series_by_modality": [{"value": m, "series": n} for m, n in modalities],
+        "analysis_results": analysis,
+    }
+
+
+@tool(
+    "get_collection",
+    "Get one Imaging Data Commons collection: description, cancer types, tumor "
+    "locations, species, subjects, supporting data, licenses, source DOIs with their "
+    "citation text, patient/study/series counts, size, modalities and the analysis "
+    "results that annotate it. Call it after list_collections or search_idc; then "
+    "build_cohort to select its series or get_citations to cite it.",
+    GetCollectionParams,
+    GROUP,
+)
+def get_collection(release: Release, params: GetCollectionParams) -> dict[str, Any]:
+    require_idc(release)
+    collection_id = resolve_collection(release, params.collection_id.strip())
+    row = release.query_dicts(
+        f"SELECT * FROM ({COLLECTIONS_SQL}) WHERE collection_id = ?", [collection_id]
+    )[0]
+    counts = release.query_dicts(
+        """
+        SELECT count(DISTINCT PatientID) AS patients, count(DISTINCT StudyInstanceUID) AS studies,
+               count(*) AS series, coalesce(sum(instanceCount), 0) AS instances
+        FROM idc_series WHERE collection_id = ?
+        """,
+        [collection_id],
+    )[0]
+    sources = doi_sources(release)
+    listed = [s for s in sources.values() if collection_id in (s["collections"] or [])]
+    listed.sort(key=lambda s: (s["source_type"] != "original_data", s["doi"]))
+    return {
+        **_collection_row(row),
+        "description": row["description"],
+        "supporting_data": split_list(row["supporting_data"]),
+        "status": row["status"],
+        "updated": row["updated"],
+        "counts": counts,
+        "dois": [s["doi"] for s in listed],
+        "sources": [source_entry(s) for s in listed],
+        **_collection_series(release, collection_id),
+        "notes": [ANALYSIS_NOTE],
+    }
+
+
+# -- analysis results -------------------------------------------------------------------
+
+
+class ListAnalysisResultsParams(Params):
+    collection_id: Annotated[
+        Text | None, Field(description="Keep analysis results that annotate this collection.")
+    ] = None
+    modality: Annotated[
+        Text | None, Field(description="Keep analysis results of this modality, e.g. SEG, SR.")
+    ] = None
+    limit: Annotated[int, clamp(1, 100), Field(description="Results per page, 1..100.")] = 30
+    offset: Offset = 0
+
+
+@tool(
+    "list_analysis_results",
+    "List Imaging Data Commons analysis results: derived datasets (segmentations, "
+    "annotations, radiomics measurements) contributed on top of collections, with their "
+    "DOI, license, modalities, the collections they annotate and their series count. "
+    "Call it to find AI or expert annotations; filter a cohort with analysis_result_id "
+    "in build_cohort.",
+    ListAnalysisResultsParams,
+    GROUP,
+)
+def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -> dict[str, Any]:
+    require_idc(release)
+    conditions, args = [], []
+    if params.collection_id:
+        collection_id = resolve_collection(release, params.collection_id.strip())
+        conditions.append(
+            "list_contains(list_transform(string_split(a.collections, ','), lambda x: trim(x)), ?)"
+        )
+        args.append(collection_id)
+    if params.modality:
+        conditions.append(
+            "list_contains(list_transform(string_split(a.modalities, ','), "
+            "lambda x: lower(trim(x))), lower(?))"
+        )
+        args.append(params.modality.strip())
+    where = " AND ".join(conditions) or "TRUE"
+    rows = release.query_dicts(
+        f"""
+        WITH counts AS (
+            SELECT analysis_result_id, count(*) AS series, {SIZE_BYTES_SQL} AS size_bytes
+            FROM idc_series WHERE analysis_result_id IS NOT NULL GROUP BY 1
+        )
+        SELECT a.*, k.series, k.size_bytes
+        FROM idc_analysis_result AS a LEFT JOIN counts AS k USING (analysis_result_id)
+        WHERE {where} ORDER BY a.analysis_result_id
+        """,
+        args,
+    )
+    items = [
+        {
+            "analysis_result_id": r["analysis_result_id"],
+            "title": r["analysis_result_title"],
+            "doi": r["source_DOI"],
+            "subjects": r["subjects"],
+            "collections": split_list(r["collections"]),
+            "modalities": split_list(r["modalities"]),
+            "license": r["license_short_name"],
+            "updated": r["updated"],
+            "series": r["series"] or 0,
+            "size": size_block(r["size_bytes"]),
+            "description": _short(r["description"]),
+            "citation": clean_citation(r["citation"]),
+            "canonical_url": r["canonical_url"],
+        }
+        for r in rows[params.offset : params.offset + params.limit]
+    ]
+    return {"page": _page(rows, params.limit, params.offset), "analysis_results": items}
+
+
+# -- search -----------------------------------------------------------------------------
+
+
+class SearchIdcParams(Params):
+    query: Query
+    method: Method = "hybrid"
+    kind: Annotated[
+        Literal["collection", "analysis_result"] | None,
+        Field(description="Restrict to collections or to analysis results."),
+    ] = None
+    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+
+
+def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per entity id, the facts an agent needs to choose among results."""
+    ids = [r["entity_id"] for r in rows]
+    details: dict[str, dict[str, Any]] = {}
+    for r in release.query_dicts(
+        "SELECT collection_id, cancer_types, tumor_locations, modalities, subjects "
+        "FROM idc_collection WHERE list_contains(?, collection_id)",
+        [ids],
+    ):
+        details[r["collection_id"]] = {
+            "cancer_types": split_list(r["cancer_types"]),
+            "tumor_locations": split_list(r["tumor_locations"]),
+            "modalities": r["modalities"],
+            "subjects": r["subjects"],
+        }
+    for r in release.query_dicts(
+        "SELECT analysis_result_id, collections, modalities, subjects "
+        "FROM idc_analysis_result WHERE list_contains(?, analysis_result_id)",
+        [ids],
+    ):
+        details[r["analysis_result_id"]] = {
+            "collections": split_list(r["collections"]),
+            "modalities": split_list(r["modalities"]),
+            "subjects": r["subjects"],
+        }
+    return details
+
+
+@tool(
+    "search_idc",
+    "Search Imaging Data Commons collections and analysis results by meaning or keywords "
+    "(disease, organ, modality, trial or dataset name, DOI). Exact ids and DOIs rank "
+    "first. Call it when list_collections' word filters are too narrow; then call "
+    "get_collection or list_analysis_results for details.",
+    SearchIdcParams,
+    GROUP,
+)
+def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
+    require_idc(release)
+    kinds = [params.kind] if params.kind else ["collection", "analysis_result"]
+    mask = mask_from_sql(release, "source = ? AND list_contains(?, kind)", [SOURCE, kinds])
+    hits, retrieval = rank(
+        release,
+        params.query,
+        method=params.method,
+        mask=mask,
+        limit=params.limit,
+        fusion=IDC_FUSION,
+    )
+    rows = documents(release, [h.docno for h in hits])
+    details = _details(release, list(rows.values()))
+    results = []
+    for position, hit in enumerate(hits, start=1):
+        row = rows[hit.docno]
+        item = result_item(position, row, hit.scores())
+        item.update(details.get(row["entity_id"], {}))
+        results.append(item)
+    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
+
+
+# -- attributes -------------------------------------------------------------------------
+
+
+def _attribute_entry(column_name: str) -> dict[str, Any]:
+    column = IDC_SERIES.column(column_name)
+    numeric = is_numeric(column)
+    return {
+        "name": column.name,
+        "type": duckdb_type(column, IDC_SERIES),
+        "filter": "list of values or {min, max} range" if numeric else "list of values",
+        "description": column.description,
+    }
+
+
+@tool(
+    "list_attributes",
+    "List the series attributes Imaging Data Commons cohorts filter on (the columns of "
+    "idc_series, one row per DICOM series) with type and description. Call it before "
+    "build_cohort, then get_attribute_values for an attribute's valid values before "
+    "filtering. A property not in this list may live elsewhere: check list_tables.",
+    NoParams,
+    GROUP,
+)
+def list_attributes(release: Release, params: NoParams) -> dict[str, Any]:
+    require_idc(release)
+    return {
+        "table": IDC_SERIES.name,
+        "attributes": [_attribute_entry(c.name) for c in IDC_SERIES.columns],
+        "notes": [ATTRIBUTES_NOTE, BODY_PART_NOTE, ANALYSIS_NOTE],
+    }
+
+
+class AttributeValuesParams(Params):
+    attribute: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=100),
+        Field(description="An attribute name from list_attributes, e.g. Modality."),
+    ]
+    limit: Annotated[int, clamp(1, 500), Field(description="Values to return, 1..500.")] = 50
+    contains: Annotated[
+        Text | None,
+        Field(description="Keep values containing this text (case-insensitive)."),
+    ] = None
+    filters: Annotated[
+        Filters | None,
+        Field(
+            description="Count values only among series matching these filters "
+            "(same form as build_cohort's)."
+        ),
+    ] = None
+
+
+@tool(
+    "get_attribute_values",
+    "Get the distinct values of one series attribute with their series counts (most "
+    "frequent first; the total number of distinct values is given). Call this before "
+    "filtering so build_cohort uses values that exist, spelled and cased as stored; "
+    "optionally within a selection (filters) or containing a word (contains).",
+    AttributeValuesParams,
+    GROUP,
+)
+def get_attribute_values(release: Release, params: AttributeValuesParams) -> dict[str, Any]:
+    require_idc(release)
+    column = resolve_attribute(params.attribute, "attribute")
+    selection = compile_filters(release, params.filters)
+    name = quote_identifier(column.name)
+    where, args = selection.where, list(selection.params)
+    if params.contains:
+        where += f" AND contains(lower(CAST({name} AS VARCHAR)), lower(?))"
+        args.append(params.contains)
+    summary = release.query_dicts(
+        f"""
+        SELECT count(DISTINCT {name}) AS total_distinct,
+               count(*) FILTER (WHERE {name} IS NULL) AS null_series,
+               count(*) AS series, min({name}) AS min, max({name}) AS max
+        FROM idc_series WHERE {where}
+        """,
+        args,
+    )[0]
+    rows = release.query(
+        f"SELECT {name}, count(*) AS n FROM idc_series WHERE {where} AND {name} IS NOT NULL "
+        f"GROUP BY 1 ORDER BY n DESC, 1 LIMIT ?",
+        [*args, params.limit],
+    )
+    payload: dict[str, Any] = {
+        **_attribute_entry(column.name),
+        "values": [{"value": value, "series": n} for value, n in rows],
+        "returned": len(rows),
+        "total_distinct": summary["total_distinct"],
+        "truncated": len(rows) < summary["total_distinct"],
+        "null_series": summary["null_series"],
+        "series": summary["series"],
+        **selection.echo(),
+    }
+    if is_numeric(column):
+        payload["range"] = {"min": summary["min"], "max": summary["max"]}
+    if column.name == "BodyPartExamined" and BODY_PART_NOTE not in payload["notes"]:
+        payload["notes"].append(BODY_PART_NOTE)
+    return payload

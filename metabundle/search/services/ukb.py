@@ -1,0 +1,658 @@
+"""UK Biobank Showcase tools: ``search_ukb_fields`` and ``get_ukb_field``.
+
+UK Biobank has tools of its own; it is never represented as a dbGaP study.
+
+Ranking (``search_ukb_fields``) runs over the ``field`` documents of the ``ukb``
+source only, through :func:`metabundle.search.retrieval.rank`, and follows the
+QueryGaP contract for UK Biobank::
+
+    hybrid   score = 0.6 * (keyword + boost) + 0.4 * semantic
+    keyword  score = keyword + boost
+    semantic score = semantic                      (no boosts: cosine only)
+
+where ``keyword`` is the field's BM25 score divided by the best BM25 score of the
+query among fields (so it lies in 0..1), ``semantic`` is the cosine similarity of
+the query with the embedded title and notes (negative values count as 0), and
+``boost`` is :data:`FIELD_ID_BOOST` when the query is the field's id and
+:data:`ALIAS_BOOST` when it is another stored alias (a column name of an extract
+format such as ``f.21001.0.0``, ``21001-0.0``, ``p21001_i0``, ``f21001``, or the
+field's title in the retired data dictionary; case and spacing are ignored).
+Both boosts exceed the highest unboosted score (1.0), so an exact id or alias
+always ranks its field first, which is also what ``rank``'s exact resolution does.
+The weights and boosts are reported in every response's ``retrieval`` block.
+
+Only Showcase URLs (``https://biobank.ndph.ox.ac.uk/ukb/``) are emitted.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import Field, StringConstraints
+
+from metabundle.search.errors import invalid, not_found
+from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.release import Release
+from metabundle.search.retrieval import (
+    Fusion,
+    Hit,
+    documents,
+    keyword_candidates,
+    mask_from_sql,
+    normalize_identifier,
+    rank,
+)
+from metabundle.search.tools import tool
+
+GROUP = "ukb"
+SHOWCASE = "https://biobank.ndph.ox.ac.uk/ukb/"
+KEYWORD_WEIGHT = 0.6
+SEMANTIC_WEIGHT = 0.4
+UKB_FUSION = Fusion("weighted", KEYWORD_WEIGHT, SEMANTIC_WEIGHT)
+FIELD_ID_BOOST = 2.0
+ALIAS_BOOST = 1.75
+FIELD_DOCS = "source = 'ukb' AND kind = 'field'"
+SEARCH_NOTES_CHARS = 400
+DEFAULT_VALUES = 50
+MAX_VALUES = 200
+MAX_TOP_LEVEL = 30
+ALIAS_EXAMPLES = 8
+INSTANCE_COLUMNS = 3
+SUGGESTIONS = 5
+
+# Column-name forms of the extract formats; each captures the field id first.
+ALIAS_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("field_id", re.compile(r"^(\d+)$")),
+    ("ukbconv_r", re.compile(r"^f\.(\d+)\.(\d+)\.(\d+)$")),
+    ("f_prefix", re.compile(r"^f(\d+)$")),
+    ("ukbconv_csv", re.compile(r"^(\d+)-(\d+)\.(\d+)$")),
+    ("rap", re.compile(r"^p(\d+)(?:_i(\d+))?(?:_a(\d+))?$")),
+)
+
+# Showcase markup in notes: ~F123~ links a field, ~C123~ a coding, ~L123~ a category.
+MARKUP = re.compile(r"~([A-Za-z])([^~]*)~")
+MARKUP_WORDS = {"F": "field", "C": "coding", "L": "category", "R": "resource"}
+TAG = re.compile(r"<[^>]*>")
+SPACE = re.compile(r"\s+")
+
+SCORE_FORMULA = (
+    "hybrid: 0.6 * (keyword + boost) + 0.4 * semantic; keyword: keyword + boost; "
+    "semantic: cosine only. keyword = BM25 / best BM25 of the query among fields; "
+    f"boost = {FIELD_ID_BOOST} for the exact field id, {ALIAS_BOOST} for another exact "
+    "stored alias, else 0."
+)
+
+# -- helpers --------------------------------------------------------------------------
+
+
+def showcase_url(url: str | None) -> str | None:
+    """``url`` when it is a Showcase page, else None (only Showcase URLs are emitted)."""
+    return url if url and url.startswith(SHOWCASE) else None
+
+
+def field_url(field_id: int) -> str:
+    return f"{SHOWCASE}field.cgi?id={field_id}"
+
+
+def plain_text(text: str | None) -> str | None:
+    """Showcase notes without HTML tags, with ``~F123~`` links written as ``field 123``."""
+    if not text:
+        return None
+
+    def word(match: re.Match[str]) -> str:
+        kind = MARKUP_WORDS.get(match.group(1).upper())
+        return f"{kind} {match.group(2)}" if kind else match.group(2)
+
+    result = SPACE.sub(" ", MARKUP.sub(word, TAG.sub(" ", text))).strip()
+    return result or None
+
+
+def truncate(text: str | None, limit: int) -> tuple[str | None, bool]:
+    if text is None or len(text) <= limit:
+        return text, False
+    return text[: limit - 1] + "…", True
+
+
+def coded(code: int | None, label: str | None) -> dict[str, Any]:
+    return {"code": code, "label": label}
+
+
+def field_mask(release: Release) -> np.ndarray:
+    """The UK Biobank field documents (applied before any candidate limit)."""
+    return mask_from_sql(release, FIELD_DOCS, [])
+
+
+def fields_by_id(release: Release, field_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """``ukb_field`` rows of ``field_ids`` with their main category's Showcase page."""
+    if not field_ids:
+        return {}
+    rows = release.query_dicts(
+        "SELECT f.*, c.canonical_url AS category_url FROM ukb_field AS f "
+        "LEFT JOIN ukb_category AS c ON c.category_id = f.main_category "
+        "WHERE f.field_id IN (SELECT unnest(?::INTEGER[]))",
+        [field_ids],
+    )
+    return {int(row["field_id"]): row for row in rows}
+
+
+def matched_aliases(release: Release, query: str, field_ids: list[int]) -> dict[int, dict]:
+    """The stored alias of each field that equals ``query`` (case and spacing ignored)."""
+    if not field_ids:
+        return {}
+    rows = release.query(
+        "SELECT field_id, alias, alias_kind FROM ukb_field_alias "
+        "WHERE field_id IN (SELECT unnest(?::INTEGER[])) "
+        "AND lower(regexp_replace(trim(alias), '\\s+', ' ', 'g')) = ? "
+        "ORDER BY field_id, alias_kind = 'field_id' DESC, alias",
+        [field_ids, normalize_identifier(query)],
+    )
+    found: dict[int, dict[str, Any]] = {}
+    for field_id, alias, kind in rows:
+        found.setdefault(int(field_id), {"alias": alias, "alias_kind": kind})
+    return found
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+class SearchUkbFieldsParams(Params):
+    query: Query
+    method: Annotated[
+        Method,
+        Field(
+            description="hybrid (default: 0.6 keyword + 0.4 semantic, with exact id and "
+            "alias boosts), keyword (BM25 with the same boosts) or semantic (embeddings only)."
+        ),
+    ] = "hybrid"
+    limit: Annotated[int, clamp(1, 20), Field(description="Fields to return, 1..20.")] = 10
+
+
+def boost_of(hit: Hit, field_id: int, query: str) -> tuple[float, str | None]:
+    """The exact-match boost of a hit and what it was for."""
+    if not hit.exact:
+        return 0.0, None
+    if normalize_identifier(query) == str(field_id):
+        return FIELD_ID_BOOST, "field_id"
+    return ALIAS_BOOST, "alias"
+
+
+def hit_scores(
+    hit: Hit, method: str, keyword_top: float, boost: float, reason: str | None
+) -> dict[str, Any]:
+    """The UK Biobank score of a hit (see the module docstring) and its signals."""
+    keyword = (hit.keyword or 0.0) / keyword_top if keyword_top > 0 else 0.0
+    semantic = max(hit.semantic or 0.0, 0.0)
+    if method == "hybrid":
+        score = KEYWORD_WEIGHT * (keyword + boost) + SEMANTIC_WEIGHT * semantic
+    elif method == "keyword":
+        score = keyword + boost
+    else:
+        score = semantic
+    return {
+        "score": round(score, 6),
+        "keyword": None if hit.keyword is None else round(keyword, 6),
+        "keyword_bm25": None if hit.keyword is None else round(float(hit.keyword), 6),
+        "semantic": None if hit.semantic is None else round(float(hit.semantic), 6),
+        "boost": boost,
+        "boost_reason": reason,
+        "exact_match": hit.exact,
+    }
+
+
+def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
+    notes, cut = truncate(plain_text(row["notes"]), SEARCH_NOTES_CHARS)
+    encoded = bool(row["encoding_id"])
+    return {
+        "source": "ukb",
+        "kind": "field",
+        "id": int(row["field_id"]),
+        "title": row["title"],
+        "notes": notes,
+        "notes_truncated": cut,
+        "units": row["units"],
+        "value_type": row["value_type_label"],
+        "item_type": row["item_type_label"],
+        "participants": row["num_participants"],
+        "category_id": row["main_category"],
+        "category_path": row["category_path"] or row["category_title"],
+        "encoding_id": row["encoding_id"] if encoded else None,
+        "encoding_title": row["encoding_title"] if encoded else None,
+        "canonical_url": showcase_url(row["canonical_url"]),
+        "category_url": showcase_url(row["category_url"]),
+        "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
+        "scores": scores,
+    }
+
+
+def retrieval_block(retrieval: dict[str, Any]) -> dict[str, Any]:
+    """``rank``'s block with the UK Biobank weights, boosts and score formula."""
+    method = retrieval["effective_method"]
+    if method == "keyword":
+        retrieval["weights"] = {"keyword": 1.0, "semantic": 0.0}
+    elif method == "semantic":
+        retrieval["weights"] = {"keyword": 0.0, "semantic": 1.0}
+    boosts = {"field_id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
+    retrieval["boosts"] = boosts if method != "semantic" else None
+    retrieval["score_formula"] = SCORE_FORMULA
+    return retrieval
+
+
+@tool(
+    "search_ukb_fields",
+    "Find UK Biobank Showcase data-fields for a concept, measurement or question "
+    "(e.g. 'how much alcohol do participants drink', 'systolic blood pressure'), or "
+    "resolve a field id or extract column name (21001, f.21001.0.0, 21001-0.0, "
+    "p21001_i0, f21001): exact ids and aliases rank first. Use this, not the dbGaP "
+    "tools, for UK Biobank (it is not a dbGaP study). Then call get_ukb_field with a "
+    "result's id for its codings, instances, category and aliases; cite canonical_url "
+    "and keep field ids exact. For coding values (an ICD-10 code, a medication) use "
+    "search_all with sources=['ukb'] and kinds=['encoding_value'].",
+    SearchUkbFieldsParams,
+    GROUP,
+)
+def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[str, Any]:
+    mask = field_mask(release)
+    hits, retrieval = rank(
+        release,
+        params.query,
+        method=params.method,
+        mask=mask,
+        limit=params.limit,
+        fusion=UKB_FUSION,
+    )
+    block = retrieval_block(retrieval.to_json())
+    method = block["effective_method"]
+    keyword_top = 0.0
+    if method != "semantic":
+        best = keyword_candidates(release, params.query, mask, 1)
+        keyword_top = best[0][1] if best else 0.0
+    docs = documents(release, [h.docno for h in hits])
+    ids = {h.docno: int(docs[h.docno]["entity_id"]) for h in hits}
+    rows = fields_by_id(release, list(ids.values()))
+    aliases = matched_aliases(release, params.query, [ids[h.docno] for h in hits if h.exact])
+    items = []
+    for hit in hits:
+        field_id = ids[hit.docno]
+        boost, reason = boost_of(hit, field_id, params.query)
+        item = search_item(rows[field_id], hit_scores(hit, method, keyword_top, boost, reason))
+        if hit.exact:
+            item["matched_alias"] = aliases.get(field_id)
+        items.append(item)
+    items.sort(key=lambda item: -item["scores"]["score"])  # stable: ties keep rank order
+    results = [{"rank": n, **item} for n, item in enumerate(items, start=1)]
+    return {"query": params.query, "retrieval": block, "results": results}
+
+
+# -- get ------------------------------------------------------------------------------
+
+
+class GetUkbFieldParams(Params):
+    field_id: Annotated[
+        int | Annotated[str, StringConstraints(max_length=200)],
+        Field(
+            description="A Showcase field id (21001) or a column-name alias of it "
+            "(f.21001.0.0, 21001-0.0, p21001_i0, f21001, p21001).",
+        ),
+    ]
+    include_instance_summaries: Annotated[
+        bool,
+        Field(description="Add one entry per instance (its columns, and what is known of it)."),
+    ] = False
+    value_limit: Annotated[
+        int,
+        clamp(0, MAX_VALUES),
+        Field(description=f"Coding values to list, 0..{MAX_VALUES} (the total is always given)."),
+    ] = DEFAULT_VALUES
+
+
+def parse_alias_form(text: str) -> tuple[int, str, int | None, int | None] | None:
+    """(field id, alias kind, instance, array) of a column-name form, else None."""
+    for kind, pattern in ALIAS_FORMS:
+        match = pattern.match(text)
+        if not match:
+            continue
+        groups = match.groups()
+        if kind == "rap" and groups[1] is None and groups[2] is None:
+            kind = "rap_stem"
+        numbers = [None if g is None else int(g) for g in groups[1:]] + [None, None]
+        return int(groups[0]), kind, numbers[0], numbers[1]
+    return None
+
+
+def stored_alias(release: Release, text: str) -> dict[str, Any] | None:
+    rows = release.query_dicts(
+        "SELECT field_id, alias, alias_kind FROM ukb_field_alias "
+        "WHERE lower(regexp_replace(trim(alias), '\\s+', ' ', 'g')) = ? "
+        "ORDER BY field_id LIMIT 1",
+        [normalize_identifier(text)],
+    )
+    return rows[0] if rows else None
+
+
+def resolve_field_id(release: Release, value: int | str) -> tuple[int, dict[str, Any] | None]:
+    """The field id ``value`` names and, for an alias, how it was resolved."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise invalid("get_ukb_field: parameter 'field_id' must not be negative.")
+        return value, None
+    text = normalize_identifier(str(value))
+    if not text:
+        raise invalid("get_ukb_field: parameter 'field_id' must not be blank.")
+    parsed = parse_alias_form(text)
+    if parsed and parsed[1] == "field_id":
+        return parsed[0], None
+    stored = stored_alias(release, text)
+    if stored is not None:
+        field_id = int(stored["field_id"])
+        kind = stored["alias_kind"]
+        instance, array = parsed[2:] if parsed and parsed[0] == field_id else (None, None)
+    elif parsed is not None:
+        field_id, kind, instance, array = parsed
+    else:
+        raise invalid(
+            "get_ukb_field: parameter 'field_id' must be a numeric Showcase field id or a "
+            "column-name alias such as p21001_i0; to find a field by name call "
+            "search_ukb_fields."
+        )
+    resolution = {
+        "input": str(value),
+        "alias_kind": kind,
+        "stored_alias": stored is not None,
+        "instance": instance,
+        "array": array,
+    }
+    return field_id, resolution
+
+
+def nearest_fields(release: Release, field_id: int) -> list[dict[str, Any]]:
+    """The existing fields with the closest ids, as not_found suggestions."""
+    rows = release.query(
+        "SELECT field_id, title FROM ukb_field ORDER BY abs(field_id - ?), field_id LIMIT ?",
+        [field_id, SUGGESTIONS],
+    )
+    return [{"id": int(f), "title": t, "canonical_url": field_url(int(f))} for f, t in rows]
+
+
+def properties(row: dict[str, Any]) -> dict[str, Any]:
+    """Property codes as published, each with its published meaning (null when none)."""
+    labelled = ("value_type", "base_type", "item_type", "strata", "stability", "sexed")
+    result = {name: coded(row[name], row[f"{name}_label"]) for name in labelled}
+    result["instanced"] = coded(row["instanced"], row["instanced_label"])
+    result["arrayed"] = coded(row["arrayed"], row["arrayed_label"])
+    for name in ("availability", "private", "cost_do", "cost_on", "cost_sc"):
+        result[name] = coded(row[name], None)
+    return result
+
+
+def field_aliases(release: Release, field_id: int) -> list[dict[str, Any]]:
+    return release.query_dicts(
+        "SELECT alias, alias_kind FROM ukb_field_alias WHERE field_id = ? "
+        "ORDER BY alias_kind, length(alias), alias",
+        [field_id],
+    )
+
+
+def alias_summary(aliases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Aliases grouped by kind: a count and the first few of each."""
+    kinds: dict[str, list[str]] = {}
+    for row in aliases:
+        kinds.setdefault(row["alias_kind"], []).append(row["alias"])
+    return {
+        "total": len(aliases),
+        "by_kind": {
+            kind: {"count": len(names), "examples": names[:ALIAS_EXAMPLES]}
+            for kind, names in sorted(kinds.items())
+        },
+    }
+
+
+INSTANCE_PATTERNS = {
+    "ukbconv_csv": re.compile(r"^\d+-(\d+)\."),
+    "ukbconv_r": re.compile(r"^f\.\d+\.(\d+)\."),
+    "rap": re.compile(r"^p\d+_i(\d+)"),
+}
+
+
+def instance_summaries(row: dict[str, Any], aliases: list[dict[str, Any]]) -> list[dict]:
+    """One entry per instance index: its extract column names (from ukb_field_alias);
+    descriptions and per-instance counts are not in the release (null)."""
+    columns: dict[int, dict[str, list[str]]] = {}
+    for alias in aliases:
+        pattern = INSTANCE_PATTERNS.get(alias["alias_kind"])
+        match = pattern.match(alias["alias"]) if pattern else None
+        if match:
+            columns.setdefault(int(match.group(1)), {}).setdefault(alias["alias_kind"], [])
+            columns[int(match.group(1))][alias["alias_kind"]].append(alias["alias"])
+    summaries = []
+    for index in range(row["instance_min"], row["instance_max"] + 1):
+        by_kind = columns.get(index, {})
+        summaries.append(
+            {
+                "instance": index,
+                "description": None,
+                "participants": None,
+                "column_count": max((len(v) for v in by_kind.values()), default=0),
+                "columns": {kind: names[:INSTANCE_COLUMNS] for kind, names in by_kind.items()},
+            }
+        )
+    return summaries
+
+
+def instances_block(
+    row: dict[str, Any], aliases: list[dict[str, Any]], include_summaries: bool
+) -> dict[str, Any]:
+    low, high = row["instance_min"], row["instance_max"]
+    block: dict[str, Any] = {
+        "instancing_id": row["instance_id"] or None,
+        "instancing_url": showcase_url(row["instancing_url"]),
+        "instanced": row["instanced_label"],
+        "instance_min": low,
+        "instance_max": high,
+        "instance_count": row["instance_count"],
+        "instance_ids": [] if low is None or high is None else list(range(low, high + 1)),
+        "array_min": row["array_min"],
+        "array_max": row["array_max"],
+        "array_count": row["array_count"],
+        "participants_all_instances": row["num_participants"],
+        "item_count_all_instances": row["item_count"],
+    }
+    if not include_summaries:
+        block["summaries"] = None
+        block["summaries_status"] = "not_requested"
+    elif low is None or high is None:
+        block["summaries"] = None
+        block["summaries_status"] = "no_instance_range"
+    else:
+        block["summaries"] = instance_summaries(row, aliases)
+        block["summaries_status"] = "columns_only"
+        block["summaries_note"] = (
+            "Instance descriptions and per-instance participant counts are not in this "
+            "release (the Showcase instancing tables are not mirrored); they are null. "
+            "Column names come from ukb_field_alias; see instancing_url."
+        )
+    return block
+
+
+def coding_value(row: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = {"value": row["value"], "meaning": row["meaning"]}
+    if row["node_id"] is not None:
+        value["node_id"] = row["node_id"]
+        value["selectable"] = row["selectable"]
+        value["depth"] = row["depth"]
+        value["parent"] = (
+            None
+            if row["parent_id"] is None
+            else {
+                "node_id": row["parent_id"],
+                "value": row["parent_value"],
+                "meaning": row["parent_meaning"],
+            }
+        )
+    return value
+
+
+VALUES_SQL = """
+SELECT v.value, v.meaning, v.node_id, v.parent_id, v.selectable, v.depth,
+       p.value AS parent_value, p.meaning AS parent_meaning
+FROM ukb_encoding_value AS v
+LEFT JOIN ukb_encoding_value AS p
+       ON p.encoding_id = v.encoding_id AND p.node_id = v.parent_id
+WHERE v.encoding_id = ? {where}
+ORDER BY {order}
+LIMIT ?
+"""
+
+
+def coding_values(
+    release: Release, encoding_id: int, limit: int, *, top_level: bool = False
+) -> list[dict[str, Any]]:
+    """The first ``limit`` values in published order, or the top-level nodes of a tree
+    coding in node order (chapters I, II, ... of ICD-10)."""
+    if top_level:
+        sql = VALUES_SQL.format(where="AND v.depth = 1", order="v.node_id, v.value_order")
+    else:
+        sql = VALUES_SQL.format(where="", order="v.value_order")
+    return [coding_value(r) for r in release.query_dicts(sql, [encoding_id, limit])]
+
+
+def encoding_block(release: Release, encoding_id: int, limit: int) -> dict[str, Any] | None:
+    """The field's encoding with its first values; null when the field is not encoded."""
+    if not encoding_id:
+        return None
+    rows = release.query_dicts("SELECT * FROM ukb_encoding WHERE encoding_id = ?", [encoding_id])
+    if not rows:
+        return {"id": encoding_id, "status": "encoding_not_in_release", "values": None}
+    enc = rows[0]
+    tree = enc["structure"] == 2
+    block: dict[str, Any] = {
+        "id": encoding_id,
+        "title": enc["title"],
+        "description": plain_text(enc["description"]),
+        "structure": enc["structure_label"],
+        "hierarchical": tree,
+        "coded_as": enc["coded_as_label"],
+        "url": showcase_url(enc["canonical_url"]),
+        "published_value_count": enc["num_members"],
+    }
+    if not enc["values_loaded"]:
+        block.update(
+            values=None,
+            values_total=None,
+            values_status="not_in_release",
+            values_note="This release holds no values for this coding; see url.",
+        )
+        return block
+    values = coding_values(release, encoding_id, limit)
+    block.update(
+        values_status="loaded",
+        values_total=enc["value_count"],
+        values=values,
+        values_truncated=len(values) < enc["value_count"],
+        values_more="Query ukb_encoding_value with run_sql for the rest."
+        if len(values) < enc["value_count"]
+        else None,
+    )
+    if tree:
+        roots = release.query(
+            "SELECT count(*) FROM ukb_encoding_value WHERE encoding_id = ? AND depth = 1",
+            [encoding_id],
+        )[0][0]
+        block["top_level_total"] = int(roots)
+        block["top_level"] = coding_values(release, encoding_id, MAX_TOP_LEVEL, top_level=True)
+    return block
+
+
+CATEGORY_PATH_SQL = """
+WITH RECURSIVE up(category_id, title, parent_id, canonical_url, step) AS (
+    SELECT category_id, title, parent_id, canonical_url, 0 FROM ukb_category
+    WHERE category_id = ?
+    UNION ALL
+    SELECT c.category_id, c.title, c.parent_id, c.canonical_url, up.step + 1
+    FROM ukb_category AS c JOIN up ON c.category_id = up.parent_id
+    WHERE up.step < 20
+)
+SELECT category_id, title, canonical_url FROM up ORDER BY step DESC
+"""
+
+
+def category_block(release: Release, row: dict[str, Any]) -> dict[str, Any] | None:
+    """The main category and its ancestors, top first, each with its Showcase page."""
+    if row["main_category"] is None:
+        return None
+    path = [
+        {"id": int(c), "title": t, "url": showcase_url(u)}
+        for c, t, u in release.query(CATEGORY_PATH_SQL, [row["main_category"]])
+    ]
+    return {
+        "id": row["main_category"],
+        "title": row["category_title"],
+        "url": showcase_url(row["category_url"]),
+        "path_text": row["category_path"],
+        "path": path,
+    }
+
+
+def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
+    """Fields the notes link to (``~F123~``) that the release holds."""
+    ids = sorted(
+        {
+            int(m.group(2))
+            for m in MARKUP.finditer(notes or "")
+            if m.group(1) == "F" and m.group(2).isdigit()
+        }
+    )
+    rows = fields_by_id(release, ids)
+    return [
+        {"id": f, "title": rows[f]["title"], "canonical_url": field_url(f)}
+        for f in ids
+        if f in rows
+    ]
+
+
+@tool(
+    "get_ukb_field",
+    "Get one UK Biobank Showcase data-field by id (or extract column name such as "
+    "p21001_i0): decoded properties (value type, item type, strata, units), instances "
+    "and array ranges, its coding with the first values and their total (tree codings "
+    "such as ICD-10 show each value's parent), its category path with Showcase pages, "
+    "and every alias form. Call it after search_ukb_fields; cite canonical_url. For all "
+    "values of a large coding use run_sql on ukb_encoding_value.",
+    GetUkbFieldParams,
+    GROUP,
+)
+def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]:
+    field_id, resolution = resolve_field_id(release, params.field_id)
+    row = fields_by_id(release, [field_id]).get(field_id)
+    if row is None:
+        raise not_found(
+            f"There is no UK Biobank field {field_id} in this release; call "
+            "search_ukb_fields to find one.",
+            suggestions=nearest_fields(release, field_id),
+        )
+    aliases = field_aliases(release, field_id)
+    field = {
+        "source": "ukb",
+        "kind": "field",
+        "id": field_id,
+        "title": row["title"],
+        "legacy_title": row["legacy_title"],
+        "notes": plain_text(row["notes"]),
+        "units": row["units"],
+        "canonical_url": showcase_url(row["canonical_url"]),
+        "properties": properties(row),
+        "participants": row["num_participants"],
+        "item_count": row["item_count"],
+        "debut": None if row["debut"] is None else row["debut"].isoformat(),
+        "version": None if row["version"] is None else row["version"].isoformat(),
+        "linked_fields": linked_fields(release, row["notes"]),
+    }
+    return {
+        "field": field,
+        "resolved_from": resolution,
+        "instances": instances_block(row, aliases, params.include_instance_summaries),
+        "encoding": encoding_block(release, row["encoding_id"], params.value_limit),
+        "category": category_block(release, row),
+        "aliases": alias_summary(aliases),
+    }
