@@ -1,8 +1,12 @@
 """The ``search`` asset group: search documents, keyword index, embeddings, ANN."""
 
+from collections.abc import Callable
+
 from dagster import AssetExecutionContext, AssetIn, AssetsDefinition, ResourceParam, asset
 
+from metabundle.config import BuildSettings
 from metabundle.index.steps import (
+    Reporter,
     SearchStage,
     build_ann_indexes,
     build_embeddings,
@@ -17,14 +21,21 @@ from metabundle.sources.steps import load_staged
 GROUP = "search"
 
 
-def _describe(context: AssetExecutionContext, stage: SearchStage) -> None:
-    context.add_output_metadata(
-        {
-            "cache_key": stage.key,
-            "reused": stage.reused,
-            **{k: v for k, v in stage.info.items() if isinstance(v, str | int | float | bool)},
-        }
-    )
+def _run_step(
+    name: str,
+    context: AssetExecutionContext,
+    build_config: BuildConfig,
+    progress: Progress,
+    step: Callable[[BuildSettings, Reporter], SearchStage],
+) -> SearchStage:
+    """Run one search step under ``progress`` and describe its output to Dagster."""
+    settings = build_config.settings()
+    with progress.step(name) as record:
+        stage = step(settings, progress.reporter(name))
+        record.reused = {name: stage.reused, **stage.info.get("embedding_stats", {})}
+    scalars = {k: v for k, v in stage.info.items() if isinstance(v, str | int | float | bool)}
+    context.add_output_metadata({"cache_key": stage.key, "reused": stage.reused, **scalars})
+    return stage
 
 
 @asset(
@@ -35,13 +46,11 @@ def _describe(context: AssetExecutionContext, stage: SearchStage) -> None:
 def search_docs(
     context: AssetExecutionContext, build_config: BuildConfig, progress: ResourceParam[Progress]
 ) -> SearchStage:
-    settings = build_config.settings()
-    with progress.step("search_docs") as record:
+    def step(settings: BuildSettings, report: Reporter) -> SearchStage:
         sources = [load_staged(settings, name) for name in with_dependencies(settings.sources)]
-        stage = build_search_docs(settings, sources, progress.reporter("search_docs"))
-        record.reused = {"search_docs": stage.reused}
-    _describe(context, stage)
-    return stage
+        return build_search_docs(settings, sources, report)
+
+    return _run_step("search_docs", context, build_config, progress, step)
 
 
 @asset(group_name=GROUP, description="BM25 tables and memory-mapped keyword arrays.")
@@ -51,12 +60,13 @@ def keyword_index(
     build_config: BuildConfig,
     progress: ResourceParam[Progress],
 ) -> SearchStage:
-    settings = build_config.settings()
-    with progress.step("keyword_index") as record:
-        stage = build_keyword_index(settings, search_docs, progress.reporter("keyword_index"))
-        record.reused = {"keyword_index": stage.reused}
-    _describe(context, stage)
-    return stage
+    return _run_step(
+        "keyword_index",
+        context,
+        build_config,
+        progress,
+        lambda settings, report: build_keyword_index(settings, search_docs, report),
+    )
 
 
 @asset(group_name=GROUP, description="Embedding of every search document.")
@@ -66,12 +76,13 @@ def embeddings(
     build_config: BuildConfig,
     progress: ResourceParam[Progress],
 ) -> SearchStage:
-    settings = build_config.settings()
-    with progress.step("embeddings") as record:
-        stage = build_embeddings(settings, search_docs, progress.reporter("embeddings"))
-        record.reused = {"embeddings": stage.reused, **stage.info.get("embedding_stats", {})}
-    _describe(context, stage)
-    return stage
+    return _run_step(
+        "embeddings",
+        context,
+        build_config,
+        progress,
+        lambda settings, report: build_embeddings(settings, search_docs, report),
+    )
 
 
 @asset(
@@ -86,14 +97,13 @@ def ann_indexes(
     build_config: BuildConfig,
     progress: ResourceParam[Progress],
 ) -> SearchStage:
-    settings = build_config.settings()
-    with progress.step("ann_indexes") as record:
-        stage = build_ann_indexes(
-            settings, search_docs, embeddings, progress.reporter("ann_indexes")
-        )
-        record.reused = {"ann_indexes": stage.reused}
-    _describe(context, stage)
-    return stage
+    return _run_step(
+        "ann_indexes",
+        context,
+        build_config,
+        progress,
+        lambda settings, report: build_ann_indexes(settings, search_docs, embeddings, report),
+    )
 
 
 def search_assets() -> list[AssetsDefinition]:
