@@ -121,6 +121,12 @@ class Release:
         rows = self.query("SELECT source FROM search_doc ORDER BY docno")
         return np.array([r[0] for r in rows], dtype=object)
 
+    @cached_property
+    def source_masks(self) -> dict[str, np.ndarray]:
+        """A docno mask per source, computed once."""
+        sources = self.doc_sources
+        return {name: sources == name for name in sorted(set(sources.tolist()))}
+
     # -- semantic -------------------------------------------------------------------
 
     @cached_property

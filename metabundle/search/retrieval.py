@@ -12,6 +12,7 @@ The rules follow the QueryGaP retrieval contract:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -112,7 +113,16 @@ def source_mask(release: Release, sources: list[str] | None) -> np.ndarray | Non
     """Documents of ``sources`` (None: no restriction)."""
     if not sources:
         return None
-    return np.isin(release.doc_sources, np.array(sources, dtype=object))
+    masks = release.source_masks
+    return combine_any([masks[s] for s in sources if s in masks], release.n_docs)
+
+
+def combine_any(masks: list[np.ndarray], size: int) -> np.ndarray:
+    """The union of ``masks`` (all false when there are none)."""
+    result = np.zeros(size, dtype=bool)
+    for mask in masks:
+        result |= mask
+    return result
 
 
 def combine(*masks: np.ndarray | None) -> np.ndarray | None:
@@ -164,8 +174,7 @@ def semantic_candidates(
     vectors = release.vectors
     assert vectors is not None  # embed_query checked it
     hits: list[tuple[int, float]] = []
-    for source in sorted(set(release.doc_sources.tolist())):
-        in_source = release.doc_sources == source
+    for source, in_source in release.source_masks.items():
         allowed = in_source if mask is None else in_source & mask
         if not allowed.any():
             continue
@@ -176,6 +185,10 @@ def semantic_candidates(
         hits += [(int(d), float(s)) for d, s in zip(keys, scores, strict=True)]
     hits.sort(key=lambda pair: (-pair[1], pair[0]))
     return hits[:k]
+
+
+KeywordSearch = Callable[[Release, str, np.ndarray | None, int], list[tuple[int, float]]]
+"""A keyword candidate generator: ``(release, query, mask, k)`` → ``[(docno, score)]``."""
 
 
 # -- fusion ---------------------------------------------------------------------------
@@ -230,9 +243,12 @@ def rank(
     limit: int,
     fusion: Fusion,
     exact_first: bool = True,
+    keyword_search: KeywordSearch | None = None,
 ) -> tuple[list[Hit], Retrieval]:
     """Rank documents for ``query`` under ``mask``: the top ``limit`` hits and the
-    retrieval block describing how they were found."""
+    retrieval block describing how they were found. ``keyword_search`` replaces BM25
+    as the keyword candidate generator (same signature as :func:`keyword_candidates`)
+    where a contract defines keyword matching differently, e.g. title substrings."""
     pool = min(MAX_POOL, max(MIN_POOL, limit * 5))
     provider = release.embedding_provider
     retrieval = Retrieval(
@@ -245,7 +261,7 @@ def rank(
     keyword: list[tuple[int, float]] = []
     semantic: list[tuple[int, float]] = []
     if method in ("keyword", "hybrid"):
-        keyword = keyword_candidates(release, query, mask, pool)
+        keyword = (keyword_search or keyword_candidates)(release, query, mask, pool)
     if method in ("semantic", "hybrid"):
         try:
             semantic = semantic_candidates(release, query, mask, pool)

@@ -1,0 +1,518 @@
+"""OMOP vocabulary tools: concept search primitives, standard mapping, grounding and
+concept details (contract: ``seeds/omop-search-tools.md``).
+
+* ``concept_search_exact``, ``concept_search_fulltext``, ``embedding_search``: one
+  matching strategy each (:mod:`.omop_match`), raw quality signals exposed, standard
+  and non-standard concepts alike, so the caller decides what to do with each;
+* ``concept_navigate_to_standard`` (batch) and ``concept_map_to_standard`` (one code):
+  follow "Maps to" to valid standard concepts;
+* ``concept_ground``: the tiered pipeline of :mod:`.omop_ground`, standard results
+  only, each explained;
+* ``concept_get``: one concept with its synonyms, relationships, ancestors and
+  descendants, each list bounded and counted.
+
+Shared rules: a blank query, a concept id outside ``1..2^63-1``, an unknown domain or
+vocabulary are ``invalid_request``; limits are clamped; unknown concepts are
+``not_found`` except in the batch navigation, where the contract omits them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from metabundle.search.errors import not_found
+from metabundle.search.params import Params, Query, clamp
+from metabundle.search.release import Release
+from metabundle.search.services.omop_concepts import (
+    CONCEPT_COLUMNS,
+    MAX_CONCEPT_ID,
+    ConceptFilter,
+    canonical_domain,
+    canonical_vocabulary,
+    concept_item,
+    concepts_by_id,
+    known_hierarchy_ids,
+    require_omop,
+    to_standard,
+)
+from metabundle.search.services.omop_ground import GroundRequest, ground
+from metabundle.search.services.omop_match import (
+    Match,
+    embedding_matches,
+    exact_matches,
+    fulltext_matches,
+)
+from metabundle.search.tools import tool
+
+GROUP = "omop"
+MAX_NAVIGATE_IDS = 100
+MAX_PARENT_IDS = 20
+
+ConceptId = Annotated[
+    int, Field(ge=1, le=MAX_CONCEPT_ID, description="An OMOP concept_id (1..2^63-1).")
+]
+Domain = Annotated[
+    str | None,
+    Field(max_length=64, description="Only concepts of this domain_id, e.g. Condition, Drug."),
+]
+Vocabulary = Annotated[
+    str | None,
+    Field(max_length=64, description="Only concepts of this vocabulary_id, e.g. SNOMED, ICD10CM."),
+]
+StandardOnly = Annotated[
+    bool, Field(description="Only standard concepts (standard_concept = 'S').")
+]
+IncludeSynonyms = Annotated[
+    bool, Field(description="Also match concept_synonym_name (match_source 'synonym').")
+]
+SearchLimit = Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")]
+
+
+def _filter(
+    release: Release,
+    domain: str | None,
+    vocabulary_id: str | None,
+    *,
+    standard_only: bool = False,
+    active_only: bool = False,
+) -> ConceptFilter:
+    return ConceptFilter(
+        domain=canonical_domain(release, domain),
+        vocabulary_id=canonical_vocabulary(release, vocabulary_id),
+        standard_only=standard_only,
+        active_only=active_only,
+    )
+
+
+def match_item(match: Match) -> dict[str, Any]:
+    return {
+        **concept_item(match.row),
+        "match_source": match.match_source,
+        "matched_synonym": match.matched_synonym,
+    }
+
+
+# -- concept_search_exact ----------------------------------------------------------------
+
+
+class ExactParams(Params):
+    query: Query
+    domain: Domain = None
+    vocabulary_id: Vocabulary = None
+    standard_only: StandardOnly = False
+    include_synonyms: IncludeSynonyms = True
+    limit: SearchLimit = 20
+
+
+@tool(
+    "concept_search_exact",
+    "Find OMOP concepts whose name (or, by default, a synonym) equals the query exactly, "
+    "ignoring case: the most precise primitive. Call it first when the user gives a "
+    "clinical term verbatim. Name matches come before synonym matches; non-standard "
+    "concepts are included, so call concept_navigate_to_standard for those with "
+    "standard_concept false. No result: try concept_search_fulltext or embedding_search "
+    "(or concept_ground, which chains them).",
+    ExactParams,
+    GROUP,
+)
+def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
+    require_omop(release)
+    flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
+    matches = exact_matches(
+        release,
+        params.query,
+        flt,
+        include_synonyms=params.include_synonyms,
+        limit=params.limit,
+    )
+    return {"query": params.query, "results": [match_item(m) for m in matches]}
+
+
+# -- concept_search_fulltext -------------------------------------------------------------
+
+
+class FulltextParams(ExactParams):
+    min_rank: Annotated[
+        float,
+        Field(
+            ge=0.0,
+            le=1.0,
+            description="Drop results whose rank is below this (0..1; 0 disables).",
+        ),
+    ] = 0.0
+
+
+@tool(
+    "concept_search_fulltext",
+    "Keyword (BM25) search of OMOP concept names and synonyms, for multi-word terms that "
+    "match no name exactly. Each result has rank (alias ts_rank) in [0, 1]: its BM25 "
+    "score over the best score each query word reaches in any concept (a word no concept "
+    "has counts like the strongest), so 1.0 means every word matched as strongly as "
+    "anywhere; use min_rank to cut weak hits. A "
+    "concept is returned only when a query word occurs in its name (match_source "
+    "'name') or, with include_synonyms, in a synonym ('synonym', matched_synonym "
+    "given). If tsvector_available is false or results are empty, call "
+    "embedding_search; map non-standard results with concept_navigate_to_standard.",
+    FulltextParams,
+    GROUP,
+)
+def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
+    require_omop(release)
+    flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
+    found = fulltext_matches(
+        release,
+        params.query,
+        flt,
+        include_synonyms=params.include_synonyms,
+        min_rank=params.min_rank,
+        limit=params.limit,
+    )
+    results = []
+    for match in found.matches:
+        rank = round(match.score, 6)
+        results.append({**match_item(match), "rank": rank, "ts_rank": rank})
+    return {"query": params.query, "tsvector_available": found.available, "results": results}
+
+
+# -- standard mapping ----------------------------------------------------------------------
+
+
+def _standard_entry(target: dict[str, Any], relationship_id: str) -> dict[str, Any]:
+    return {
+        "concept_id": int(target["concept_id"]),
+        "concept_name": target["concept_name"],
+        "vocabulary_id": target["vocabulary_id"],
+        "domain_id": target["domain_id"],
+        "concept_class_id": target["concept_class_id"],
+        "relationship_id": relationship_id,
+    }
+
+
+def navigation(release: Release, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The contract's navigation result of each concept row, in the given order."""
+    standard = to_standard(release, rows)
+    return [
+        {
+            "source_concept_id": int(row["concept_id"]),
+            "source_concept_name": row["concept_name"],
+            "source_standard_concept": row["standard_concept"] == "S",
+            "standard_concepts": [
+                _standard_entry(target, relationship_id)
+                for target, relationship_id in standard[int(row["concept_id"])]
+            ],
+        }
+        for row in rows
+    ]
+
+
+class NavigateParams(Params):
+    concept_ids: Annotated[
+        list[ConceptId],
+        Field(
+            min_length=1,
+            max_length=MAX_NAVIGATE_IDS,
+            description=f"Concept ids to resolve, 1..{MAX_NAVIGATE_IDS} per call.",
+        ),
+    ]
+
+
+@tool(
+    "concept_navigate_to_standard",
+    "Resolve up to 100 concept ids to their standard OMOP concepts in one call, by "
+    "following valid 'Maps to' relationships. Call it after concept_search_exact, "
+    "concept_search_fulltext or embedding_search for results with standard_concept "
+    "false. A standard concept maps to itself (relationship_id 'self'); a concept with "
+    "no valid standard target gets []; ids not in the vocabulary are omitted; input "
+    "order is kept (each id once).",
+    NavigateParams,
+    GROUP,
+)
+def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
+    require_omop(release)
+    ids = list(dict.fromkeys(params.concept_ids))
+    found = concepts_by_id(release, ids)
+    return {"results": navigation(release, [found[i] for i in ids if i in found])}
+
+
+class MapParams(Params):
+    vocabulary_id: Annotated[
+        str, Field(min_length=1, max_length=64, description="Vocabulary of the code, e.g. ICD10CM.")
+    ]
+    concept_code: Annotated[
+        str,
+        Field(min_length=1, max_length=200, description="The code in that vocabulary, e.g. K92.2."),
+    ]
+
+
+def _code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[str, Any]:
+    """Close codes in the vocabulary and other vocabularies holding the code."""
+    nearby = release.query(
+        "SELECT DISTINCT concept_code FROM omop_concept WHERE vocabulary_id = ? "
+        "AND starts_with(lower(concept_code), lower(?)) ORDER BY concept_code LIMIT 500",
+        [vocabulary_id, code[:2]],
+    )
+    elsewhere = release.query(
+        "SELECT DISTINCT vocabulary_id FROM omop_concept WHERE lower(concept_code) = lower(?) "
+        "ORDER BY vocabulary_id LIMIT 10",
+        [code],
+    )
+    return {
+        "suggestions": difflib.get_close_matches(code, [r[0] for r in nearby], n=5, cutoff=0.6),
+        "in_other_vocabularies": [r[0] for r in elsewhere],
+    }
+
+
+@tool(
+    "concept_map_to_standard",
+    "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its "
+    "standard OMOP concept(s) via 'Maps to'. Use it when the user gives a code; for many "
+    "concept ids at once use concept_navigate_to_standard. The code is matched exactly, "
+    "else ignoring case; not_found (with close codes) when the vocabulary lacks it.",
+    MapParams,
+    GROUP,
+)
+def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, Any]:
+    require_omop(release)
+    vocabulary_id = canonical_vocabulary(release, params.vocabulary_id)
+    code = params.concept_code.strip()
+    rows = release.query_dicts(
+        f"SELECT {CONCEPT_COLUMNS} FROM omop_concept c "
+        "WHERE c.vocabulary_id = ? AND lower(c.concept_code) = lower(?) "
+        "ORDER BY (c.concept_code = ?) DESC, (c.invalid_reason IS NULL) DESC, c.concept_id",
+        [vocabulary_id, code, code],
+    )
+    if not rows:
+        raise not_found(
+            f"There is no {vocabulary_id} concept with code {code!r} in this release.",
+            **_code_suggestions(release, str(vocabulary_id), code),
+        )
+    (entry,) = navigation(release, rows[:1])
+    return {
+        "vocabulary_id": vocabulary_id,
+        "concept_code": rows[0]["concept_code"],
+        **entry,
+        "other_source_concept_ids": [int(r["concept_id"]) for r in rows[1:]],
+    }
+
+
+# -- embedding_search --------------------------------------------------------------------
+
+
+class EmbeddingParams(Params):
+    query: Query
+    limit: SearchLimit = 20
+    domain: Domain = None
+    vocabulary_id: Vocabulary = None
+    standard_only: StandardOnly = False
+    active_only: Annotated[
+        bool, Field(description="Only valid concepts (invalid_reason is null).")
+    ] = False
+
+
+@tool(
+    "embedding_search",
+    "Semantic search of OMOP concepts: nearest concepts to the query's meaning by "
+    "embedding similarity, for lay wording, paraphrases and abbreviations that share no "
+    "word with the concept name (e.g. 'heart attack'). Each result has similarity "
+    "(cosine, not a probability). Fails with embeddings_unavailable when the release or "
+    "server has no query embeddings: then use concept_search_fulltext. Map non-standard "
+    "results with concept_navigate_to_standard.",
+    EmbeddingParams,
+    GROUP,
+)
+def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
+    require_omop(release)
+    flt = _filter(
+        release,
+        params.domain,
+        params.vocabulary_id,
+        standard_only=params.standard_only,
+        active_only=params.active_only,
+    )
+    matches, retrieval = embedding_matches(release, params.query, flt, limit=params.limit)
+    results = [{**concept_item(m.row), "similarity": round(m.score, 6)} for m in matches]
+    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
+
+
+# -- concept_ground ------------------------------------------------------------------------
+
+
+class GroundParams(Params):
+    query: Query
+    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    domain: Domain = None
+    vocabulary_id: Annotated[
+        str | None,
+        Field(
+            max_length=64,
+            description="Only match concepts of this vocabulary (results are still "
+            "standard concepts, reached by 'Maps to'), e.g. ICD10CM.",
+        ),
+    ] = None
+    parent_ids: Annotated[
+        list[ConceptId] | None,
+        Field(
+            max_length=MAX_PARENT_IDS,
+            description="Results must be one of these concepts or descend from one "
+            f"(omop_concept_ancestor); at most {MAX_PARENT_IDS}.",
+        ),
+    ] = None
+
+
+@tool(
+    "concept_ground",
+    "Ground free text to standard OMOP concepts in one call: tries exact name/synonym/"
+    "code match, then full-text, then embeddings, then (with a domain or vocabulary) "
+    "substring match, stopping at the first tier with results. Non-standard matches "
+    "are mapped to standard via 'Maps to'. Each result has a score (meaning depends on "
+    "the tier) and an explanation (tier, matched concept, mapping path); 'tiers' shows "
+    "what ran. Use parent_ids to keep only descendants of given concepts. Call "
+    "concept_get on a result for its hierarchy; use the primitives (concept_search_exact "
+    "and friends) to control the strategy yourself.",
+    GroundParams,
+    GROUP,
+)
+def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
+    require_omop(release)
+    parent_ids = tuple(dict.fromkeys(params.parent_ids or ()))
+    missing = sorted(set(parent_ids) - known_hierarchy_ids(release, parent_ids))
+    if missing:
+        raise not_found(
+            f"Parameter 'parent_ids': concept {missing[0]} is not in this release's "
+            "vocabulary or hierarchy.",
+            missing=missing,
+        )
+    request = GroundRequest(
+        query=params.query,
+        limit=params.limit,
+        domain=canonical_domain(release, params.domain),
+        vocabulary_id=canonical_vocabulary(release, params.vocabulary_id),
+        parent_ids=parent_ids,
+    )
+    return ground(release, request)
+
+
+# -- concept_get -----------------------------------------------------------------------------
+
+RELATIONSHIP_ORDER = (
+    "CASE r.relationship_id WHEN 'Maps to' THEN 0 WHEN 'Is a' THEN 1 "
+    "WHEN 'Subsumes' THEN 2 ELSE 3 END, r.relationship_id"
+)
+RELATED_COLUMNS = (
+    "c.concept_name, c.vocabulary_id, c.domain_id, c.concept_class_id, "
+    "CASE WHEN c.concept_id IS NOT NULL THEN coalesce(c.standard_concept = 'S', FALSE) END "
+    "AS standard_concept, c.concept_id IS NOT NULL AS in_release"
+)
+
+
+class GetParams(Params):
+    concept_id: ConceptId
+    max_related: Annotated[
+        int,
+        clamp(1, 200),
+        Field(description="Items per list (synonyms, relationships, ancestors, descendants)."),
+    ] = 25
+    relationship_id: Annotated[
+        str | None,
+        Field(max_length=64, description="Only relationships of this kind, e.g. 'Maps to'."),
+    ] = None
+
+
+def _bounded(
+    release: Release, count_sql: str, items_sql: str, params: list[Any], limit: int
+) -> dict[str, Any]:
+    total = int(release.query(count_sql, params)[0][0])
+    items = release.query_dicts(items_sql + " LIMIT ?", [*params, limit]) if total else []
+    return {"total": total, "truncated": total > len(items), "items": items}
+
+
+def _relationships(release: Release, params: GetParams) -> dict[str, Any]:
+    where, args = "r.concept_id_1 = ?", [params.concept_id]
+    if params.relationship_id is not None:
+        where += " AND r.relationship_id = ?"
+        args.append(params.relationship_id)
+    block = _bounded(
+        release,
+        f"SELECT count(*) FROM omop_concept_relationship r WHERE {where}",
+        f"SELECT r.relationship_id, r.concept_id_2 AS concept_id, {RELATED_COLUMNS}, "
+        "r.invalid_reason FROM omop_concept_relationship r "
+        f"LEFT JOIN omop_concept c ON c.concept_id = r.concept_id_2 WHERE {where} "
+        f"ORDER BY {RELATIONSHIP_ORDER}, (c.concept_id IS NULL), r.concept_id_2",
+        args,
+        params.max_related,
+    )
+    counts = release.query(
+        f"SELECT r.relationship_id, count(*) FROM omop_concept_relationship r WHERE {where} "
+        "GROUP BY 1 ORDER BY 1",
+        args,
+    )
+    return {**block, "by_relationship": {k: int(v) for k, v in counts}}
+
+
+def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str, Any]:
+    """Ancestors (``direction='ancestor'``) or descendants of the concept, self excluded."""
+    this, other = (
+        ("descendant", "ancestor") if direction == "ancestor" else ("ancestor", "descendant")
+    )
+    where = f"a.{this}_concept_id = ? AND a.{other}_concept_id <> ?"
+    return _bounded(
+        release,
+        f"SELECT count(*) FROM omop_concept_ancestor a WHERE {where}",
+        f"SELECT a.{other}_concept_id AS concept_id, {RELATED_COLUMNS}, "
+        "a.min_levels_of_separation, a.max_levels_of_separation "
+        f"FROM omop_concept_ancestor a LEFT JOIN omop_concept c "
+        f"ON c.concept_id = a.{other}_concept_id WHERE {where} "
+        f"ORDER BY a.min_levels_of_separation, a.{other}_concept_id",
+        [params.concept_id, params.concept_id],
+        params.max_related,
+    )
+
+
+@tool(
+    "concept_get",
+    "Get one OMOP concept by concept_id with its validity dates, synonyms, "
+    "relationships (e.g. 'Maps to', 'Is a'; counted per kind), ancestors and "
+    "descendants (omop_concept_ancestor, with levels of separation). Every list is "
+    "capped by max_related and gives its total. Call it to inspect a search or "
+    "grounding result, or to walk the hierarchy; related concepts missing from this "
+    "release have in_release false and no name.",
+    GetParams,
+    GROUP,
+)
+def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
+    require_omop(release)
+    rows = release.query_dicts(
+        f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date "
+        "FROM omop_concept c WHERE c.concept_id = ?",
+        [params.concept_id],
+    )
+    if not rows:
+        raise not_found(
+            f"There is no OMOP concept {params.concept_id} in this release; find ids with "
+            "concept_search_exact or concept_ground."
+        )
+    row = rows[0]
+    concept = {
+        **concept_item(row),
+        "valid_start_date": row["valid_start_date"].isoformat(),
+        "valid_end_date": row["valid_end_date"].isoformat(),
+    }
+    synonyms = _bounded(
+        release,
+        "SELECT count(*) FROM omop_concept_synonym WHERE concept_id = ?",
+        "SELECT concept_synonym_name, language_concept_id FROM omop_concept_synonym "
+        "WHERE concept_id = ? ORDER BY language_concept_id <> 4180186, concept_synonym_name",
+        [params.concept_id],
+        params.max_related,
+    )
+    return {
+        "concept": concept,
+        "standard_concepts": navigation(release, [row])[0]["standard_concepts"],
+        "synonyms": synonyms,
+        "relationships": _relationships(release, params),
+        "ancestors": _hierarchy(release, params, "ancestor"),
+        "descendants": _hierarchy(release, params, "descendant"),
+    }
