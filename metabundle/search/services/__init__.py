@@ -4,4 +4,14 @@
 cross-source search); each source adds a module with its contract's tools.
 """
 
-from metabundle.search.services import common  # noqa: F401  (registers tools)
+# Importing a module registers its tools.
+from metabundle.search.services import (  # noqa: F401
+    aou,
+    common,
+    dbgap,
+    idc,
+    idc_cohort,
+    idc_urls,
+    omop,
+    ukb,
+)

@@ -1,0 +1,324 @@
+"""All of Us tools: ``search_aou_catalog`` and ``get_aou_item``.
+
+They follow the All of Us part of the QueryGaP retrieval contract: search the public
+Data Browser catalogue (``aou_item`` and its search documents), then fetch one item by
+its opaque ``result_id`` for identifiers, links, answer choices, scale membership and
+concept relationships. Ranking lives in :mod:`.aou_ranking`. Navigation (modules,
+topics, domains) and support (answers) hits carry ``is_variable: false`` and must not
+be described as variables. Every list of an item is capped and carries its total.
+
+The contract gives no limit range for All of Us search; ``limit`` is clamped to
+1..20 so that a page of items with subtitles and scores stays small.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from metabundle.search.errors import invalid, not_found
+from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.release import Release
+from metabundle.search.services.aou_ranking import ITEM_COLUMNS, AouFilters, AouHit, rank_items
+from metabundle.search.tools import tool
+
+GROUP = "aou"
+MAX_LIMIT = 20
+LIST_CAP = 50
+RESULT_ID = re.compile(r"aou\.doc\.[0-9a-f]{24}")
+EHR_FILTERS = ("ehr_domain", "ehr_role", "ehr_vocabulary")
+COVERAGE_NOTICE = (
+    "All of Us coverage is public Data Browser metadata: a hit does not establish that a "
+    "variable has data for a participant, a workspace or a controlled dataset. Items with "
+    "is_variable false are navigation (modules, topics, domains) or support (answers) "
+    "hits, not variables."
+)
+
+VariableType = Literal["ehr", "survey", "physical_measurement", "fitbit"]
+EhrRole = Literal["standard", "source", "classification"]
+
+
+class SearchAouParams(Params):
+    query: Query
+    method: Annotated[
+        Method,
+        Field(
+            description="hybrid (default); keyword (codes, BM25, title similarity; no "
+            "embedding); semantic (meaning only: codes are not resolved)."
+        ),
+    ] = "hybrid"
+    limit: Annotated[
+        int, clamp(1, MAX_LIMIT), Field(description=f"Results to return, 1..{MAX_LIMIT}.")
+    ] = 10
+    variable_type: Annotated[
+        VariableType | None,
+        Field(description="Only this data type: ehr, survey, physical_measurement or fitbit."),
+    ] = None
+    ehr_domain: Annotated[
+        str | None,
+        Field(
+            max_length=100,
+            description="OMOP domain of EHR concepts (Condition, Drug, Measurement, "
+            "Procedure); requires variable_type=ehr.",
+        ),
+    ] = None
+    ehr_role: Annotated[
+        EhrRole | None,
+        Field(description="standard, source or classification; requires variable_type=ehr."),
+    ] = None
+    ehr_vocabulary: Annotated[
+        str | None,
+        Field(
+            max_length=100,
+            description="OMOP vocabulary of EHR concepts (SNOMED, LOINC, RxNorm, ICD10CM, "
+            "...); requires variable_type=ehr.",
+        ),
+    ] = None
+
+
+class GetAouItemParams(Params):
+    result_id: Annotated[
+        str,
+        Field(
+            max_length=100,
+            description="An opaque All of Us result id (aou.doc. + 24 hex digits) as "
+            "search_aou_catalog returned it.",
+        ),
+    ]
+
+
+# -- search -----------------------------------------------------------------------------
+
+
+def _canonical(release: Release, column: str, name: str, value: str | None) -> str | None:
+    """``value`` spelt as the release spells it among EHR items, or ``invalid_request``."""
+    if value is None:
+        return None
+    known = [
+        row[0]
+        for row in release.query(
+            f"SELECT DISTINCT {column} FROM aou_item "
+            f"WHERE variable_type = 'ehr' AND kind = 'ehr_concept' ORDER BY 1"
+        )
+    ]
+    for candidate in known:
+        if candidate.lower() == value.strip().lower():
+            return candidate
+    raise invalid(f"Unknown {name} {value!r}; this release has {', '.join(known)}.")
+
+
+def _filters(release: Release, params: SearchAouParams) -> AouFilters:
+    """Validated filters: EHR filters need variable_type=ehr, values must exist."""
+    if params.variable_type != "ehr":
+        for name in EHR_FILTERS:
+            if getattr(params, name) is not None:
+                raise invalid(f"{name} requires variable_type='ehr'.")
+    return AouFilters(
+        variable_type=params.variable_type,
+        ehr_domain=_canonical(release, "domain", "ehr_domain", params.ehr_domain),
+        ehr_role=params.ehr_role,
+        ehr_vocabulary=_canonical(release, "vocabulary", "ehr_vocabulary", params.ehr_vocabulary),
+    )
+
+
+def _result(position: int, hit: AouHit, row: dict[str, Any]) -> dict[str, Any]:
+    fields = {name: row[name] for name in ITEM_COLUMNS}
+    return {"rank": position, **fields, "scores": hit.scores()}
+
+
+@tool(
+    "search_aou_catalog",
+    "Search the All of Us public Data Browser catalogue: survey questions and answers, "
+    "survey modules and topics, program physical measurements and EHR concepts "
+    "(conditions, drugs, labs and measurements, procedures). Call this for any All of Us "
+    "question; codes such as Smoking_100CigsLifetime, loinc:8462-4 or an OMOP concept id "
+    "resolve first. Narrow with variable_type (ehr, survey, physical_measurement, "
+    "fitbit); ehr_domain, ehr_role and ehr_vocabulary require variable_type=ehr. Then "
+    "call get_aou_item with a result_id for identifiers, links, answer choices, module "
+    "and topic membership and concept relationships. Preserve is_variable: navigation "
+    "and support hits are not variables. Hits show public metadata, not data "
+    "availability for a participant or workspace.",
+    SearchAouParams,
+    GROUP,
+)
+def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, Any]:
+    filters = _filters(release, params)
+    hits, rows, retrieval = rank_items(
+        release, params.query, method=params.method, filters=filters, limit=params.limit
+    )
+    results = [_result(i, h, rows[h.docno]) for i, h in enumerate(hits, start=1)]
+    return {
+        "query": params.query,
+        "filters": filters.describe(),
+        "retrieval": retrieval.to_json(),
+        "results": results,
+        "coverage_notice": COVERAGE_NOTICE,
+    }
+
+
+# -- one item ---------------------------------------------------------------------------
+
+ITEM_FIELDS = (
+    "result_id, kind, search_role, is_variable, variable_type, variable_class, title, "
+    "subtitle, description, domain, vocabulary, concept_id, concept_code, standard_concept, "
+    "ehr_role, concept_class, survey_name, topic, question_paths, question_path_text, "
+    "answer_value, select_all, position, child_count, participant_count, count_status, "
+    "count_source, canonical_url, parent_result_id, survey_concept_id"
+)
+
+
+def _capped(release: Release, sql: str, params: list[Any], order_by: str) -> dict[str, Any]:
+    """``{"total", "items"}``: the first :data:`LIST_CAP` rows of ``sql`` in ``order_by``
+    order, and how many rows there are in all."""
+    rows = release.query_dicts(
+        f"SELECT *, count(*) OVER () AS total_rows FROM ({sql}) "
+        f"ORDER BY {order_by} LIMIT {LIST_CAP}",
+        params,
+    )
+    total = int(rows[0]["total_rows"]) if rows else 0
+    for row in rows:
+        del row["total_rows"]
+    return {"total": total, "items": rows}
+
+
+MEMBERSHIP = """
+SELECT 'parent' AS role, result_id, kind, title, is_variable FROM aou_item
+WHERE result_id = $2
+UNION ALL
+SELECT 'module', result_id, kind, title, is_variable FROM aou_item
+WHERE kind = 'survey_module' AND concept_id = $3 AND result_id <> $1
+UNION ALL
+SELECT 'topic', result_id, kind, title, is_variable FROM aou_item
+WHERE result_id = (SELECT min(from_result_id) FROM aou_item_edge
+                   WHERE edge_kind = 'topic_has_question' AND to_result_id = $1)
+"""
+
+
+def _membership(release: Release, item: dict[str, Any]) -> dict[str, Any]:
+    """Where the item sits: its parent, survey module and survey topic (or null)."""
+    rows = release.query_dicts(
+        MEMBERSHIP,
+        [item["result_id"], item["parent_result_id"], item["survey_concept_id"]],
+    )
+    found = {row.pop("role"): row for row in rows}
+    return {role: found.get(role) for role in ("parent", "module", "topic")}
+
+
+ANSWERS = """
+SELECT a.result_id, a.title, a.concept_id, a.answer_value, a.select_all, e.position
+FROM aou_item_edge e JOIN aou_item a ON a.result_id = e.to_result_id
+WHERE e.from_result_id = $1 AND e.edge_kind = 'has_answer'
+"""
+
+MEMBERS = """
+SELECT result_id, kind, title, is_variable, position FROM aou_item
+WHERE parent_result_id = $1 AND kind <> 'answer'
+UNION
+SELECT i.result_id, i.kind, i.title, i.is_variable, i.position
+FROM aou_item_edge e JOIN aou_item i ON i.result_id = e.to_result_id
+WHERE e.from_result_id = $1 AND e.edge_kind = 'topic_has_question'
+"""
+
+RELATIONSHIPS = """
+SELECT r.edge_kind, r.direction, r.qualifier, r.position,
+       o.result_id, o.kind, o.title, o.is_variable,
+       v.result_id AS via_result_id, v.kind AS via_kind, v.title AS via_title,
+       v.is_variable AS via_is_variable
+FROM (SELECT *, 'outgoing' AS direction, to_result_id AS other FROM aou_item_edge
+      WHERE from_result_id = $1
+      UNION ALL
+      SELECT *, 'incoming', from_result_id FROM aou_item_edge WHERE to_result_id = $1) r
+JOIN aou_item o ON o.result_id = r.other
+LEFT JOIN aou_item v ON v.result_id = r.via_result_id
+WHERE r.edge_kind NOT IN ('has_answer', 'topic_has_question')
+"""
+BY_POSITION = "position NULLS LAST, title, result_id"
+
+
+def _relationships(release: Release, result_id: str) -> dict[str, Any]:
+    """Edges other than answers and topic membership, both ways, with the item at the
+    other end and the answer they go through (``via``)."""
+    capped = _capped(
+        release,
+        RELATIONSHIPS,
+        [result_id],
+        "edge_kind, direction DESC, position NULLS LAST, title, result_id",
+    )
+    capped["items"] = [_relationship(row) for row in capped["items"]]
+    return capped
+
+
+def _relationship(row: dict[str, Any]) -> dict[str, Any]:
+    via = None
+    if row["via_result_id"] is not None:
+        via = {
+            "result_id": row["via_result_id"],
+            "kind": row["via_kind"],
+            "title": row["via_title"],
+            "is_variable": row["via_is_variable"],
+        }
+    return {
+        "edge_kind": row["edge_kind"],
+        "direction": row["direction"],
+        "qualifier": row["qualifier"] or None,
+        "item": {k: row[k] for k in ("result_id", "kind", "title", "is_variable")},
+        "via": via,
+    }
+
+
+def _item(release: Release, result_id: str) -> dict[str, Any]:
+    text = result_id.strip().lower()
+    if not RESULT_ID.fullmatch(text):
+        raise invalid(
+            "result_id must be an All of Us result id: 'aou.doc.' and 24 hex digits, as "
+            "search_aou_catalog returns it."
+        )
+    rows = release.query_dicts(f"SELECT {ITEM_FIELDS} FROM aou_item WHERE result_id = ?", [text])
+    if not rows:
+        raise not_found(
+            f"There is no All of Us item {text} in release {release.version}; "
+            "call search_aou_catalog to find one."
+        )
+    return rows[0]
+
+
+@tool(
+    "get_aou_item",
+    "Get one All of Us catalogue item by the result_id that search_aou_catalog returned: "
+    "its full record (question text, codes, domain, vocabulary, participant count or why "
+    "it is null), identifiers and aliases, public links (Data Browser page, survey PDFs, "
+    "Athena), answer choices of a question, members of a module, topic or domain, where "
+    "it belongs (parent, survey module, topic) and its relationships (branching "
+    "questions, family history answers, OMOP Maps to and Subsumes). Call it before "
+    "citing an item; lists are capped and give their totals.",
+    GetAouItemParams,
+    GROUP,
+)
+def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:
+    item = _item(release, params.result_id)
+    result_id = item["result_id"]
+    payload: dict[str, Any] = {
+        "item": {k: v for k, v in item.items() if k not in ("parent_result_id",)},
+        "membership": _membership(release, item),
+        "identifiers": _capped(
+            release,
+            "SELECT identifier, identifier_kind FROM aou_item_identifier WHERE result_id = ?",
+            [result_id],
+            "identifier_kind, identifier",
+        ),
+        "links": _capped(
+            release,
+            "SELECT link_kind, url FROM aou_item_link WHERE result_id = ?",
+            [result_id],
+            "link_kind, url",
+        ),
+    }
+    if item["kind"] == "question":
+        payload["answers"] = _capped(release, ANSWERS, [result_id], BY_POSITION)
+    if item["search_role"] == "navigation":
+        payload["members"] = _capped(release, MEMBERS, [result_id], BY_POSITION)
+    payload["relationships"] = _relationships(release, result_id)
+    payload["coverage_notice"] = COVERAGE_NOTICE
+    return payload
