@@ -186,7 +186,10 @@ class SourceSpec:
     """A source: its name, what it produces, and its three steps.
 
     ``version`` names the parser's output format; bump it when parsing changes so that
-    staged tables cached under the old version are not reused.
+    staged tables cached under the old version are not reused. ``folded_kinds`` maps a
+    kind of search document to the kind of its parent when, in a list that spans
+    sources, a hit of the child is better shown as its parent (a survey answer "Yes"
+    says nothing without its question).
     """
 
     name: str
@@ -198,3 +201,4 @@ class SourceSpec:
     search_docs: Callable[[SearchDocContext], duckdb.DuckDBPyRelation]
     depends_on: tuple[str, ...] = ()
     version: str = "1"
+    folded_kinds: Mapping[str, str] = field(default_factory=dict)

@@ -4,6 +4,7 @@ cross-source search that ranks every source in one list."""
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -12,11 +13,21 @@ from metabundle.schemas import Target, duckdb_type, get_table
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Method, Params, Query, clamp
 from metabundle.search.release import Release
-from metabundle.search.retrieval import RRF, combine, documents, mask_from_sql, rank, source_mask
+from metabundle.search.retrieval import (
+    RRF,
+    Hit,
+    combine,
+    documents,
+    mask_from_sql,
+    rank,
+    source_mask,
+)
 from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS, run_sql
 from metabundle.search.tools import tool
+from metabundle.sources.registry import get_source
 
 SNIPPET_CHARS = 300
+DIVERSITY_POOL = 3  # candidates per requested result, before look-alikes are dropped
 GROUP = "release"
 
 
@@ -198,8 +209,56 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
     )
     mask = combine(source_mask(release, params.sources), kinds_mask)
     hits, retrieval = rank(
-        release, params.query, method=params.method, mask=mask, limit=params.limit, fusion=RRF
+        release,
+        params.query,
+        method=params.method,
+        mask=mask,
+        limit=params.limit * DIVERSITY_POOL,
+        fusion=RRF,
     )
+    hits = fold_children(release, hits)
     rows = documents(release, [h.docno for h in hits])
-    results = [result_item(i, rows[h.docno], h.scores()) for i, h in enumerate(hits, start=1)]
+    kept = distinct_titles(hits, rows)[: params.limit]
+    results = [result_item(i, rows[h.docno], h.scores()) for i, h in enumerate(kept, start=1)]
     return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
+
+
+def fold_children(release: Release, hits: list[Hit]) -> list[Hit]:
+    """Replace hits of a source's folded kinds by their parent documents, once each."""
+    rows = documents(release, [h.docno for h in hits])
+    parent_ids = {
+        h.docno: f"{row['source']}:{folded}:{row['parent_id']}"
+        for h in hits
+        if (row := rows[h.docno])["parent_id"]
+        and (folded := get_source(row["source"]).folded_kinds.get(row["kind"]))
+    }
+    if not parent_ids:
+        return hits
+    found = dict(
+        release.query(
+            "SELECT doc_id, docno FROM search_doc WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))",
+            [sorted(set(parent_ids.values()))],
+        )
+    )
+    folded: list[Hit] = []
+    seen: set[int] = set()
+    for hit in hits:
+        docno = found.get(parent_ids.get(hit.docno, ""), hit.docno)
+        if docno not in seen:
+            seen.add(docno)
+            folded.append(replace(hit, docno=docno) if docno != hit.docno else hit)
+    return folded
+
+
+def distinct_titles(hits: list[Hit], rows: dict[int, dict[str, Any]]) -> list[Hit]:
+    """Keep the best hit per (source, kind, title): one list across sources should not
+    spend its places on look-alikes such as the many "Yes" answers of survey questions."""
+    seen: set[tuple[str, str, str]] = set()
+    kept = []
+    for hit in hits:
+        row = rows[hit.docno]
+        key = (row["source"], row["kind"], " ".join(row["title"].lower().split()))
+        if key not in seen:
+            seen.add(key)
+            kept.append(hit)
+    return kept

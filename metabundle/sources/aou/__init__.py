@@ -24,6 +24,7 @@ SOURCE = SourceSpec(
     parse=parse,
     search_docs=search_docs,
     depends_on=("omop",),
+    folded_kinds={"answer": "question"},
 )
 
 __all__ = ["SOURCE"]
