@@ -1,0 +1,103 @@
+"""The cross-source search: every source answers, the CLI returns the core's payload,
+and the contract's degrade and fail rules hold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from metabundle.search.release import Release
+from metabundle.search.tools import call_tool
+from tests.support.build import Build
+from tests.support.cli import run_cli
+
+# A query per source whose best hits must include that source, by each method.
+SOURCE_QUERIES = {
+    "dbgap": "systolic blood pressure",
+    "ukb": "body mass index",
+    "aou": "smoked 100 cigarettes",
+    "omop": "gastrointestinal hemorrhage",
+    "idc": "breast cancer MRI collection",
+}
+
+
+@pytest.mark.parametrize("method", ["keyword", "semantic", "hybrid"])
+@pytest.mark.parametrize("source", sorted(SOURCE_QUERIES))
+def test_every_source_answers_every_method(release: Release, source: str, method: str) -> None:
+    payload = call_tool(
+        release,
+        "search_all",
+        {"query": SOURCE_QUERIES[source], "method": method, "sources": [source], "limit": 5},
+    )
+    assert "error" not in payload, payload
+    assert payload["results"], f"{method} finds nothing in {source}"
+    assert {item["source"] for item in payload["results"]} == {source}
+    assert payload["retrieval"]["effective_method"] == method
+    assert payload["retrieval"]["scores_calibrated"] is False
+
+
+def test_one_list_spans_sources(release: Release) -> None:
+    payload = call_tool(release, "search_all", {"query": "heart attack", "limit": 15})
+    assert len({item["source"] for item in payload["results"]}) >= 3
+
+
+def test_exact_identifier_ranks_first(release: Release) -> None:
+    payload = call_tool(release, "search_all", {"query": "21001", "limit": 3})
+    first = payload["results"][0]
+    assert (first["source"], first["id"], first["scores"]["exact_match"]) == ("ukb", "21001", True)
+
+
+def test_survey_answers_fold_into_their_questions(release: Release) -> None:
+    payload = call_tool(
+        release,
+        "search_all",
+        {"query": "have you smoked at least 100 cigarettes", "sources": ["aou"], "limit": 10},
+    )
+    kinds = [item["kind"] for item in payload["results"]]
+    assert "answer" not in kinds
+    assert "100 cigarettes" in payload["results"][0]["title"]
+    titles = [(i["source"], i["kind"], i["title"].lower()) for i in payload["results"]]
+    assert len(titles) == len(set(titles))
+
+
+def test_cli_json_is_the_core_payload(mirror_build: Build, release: Release) -> None:
+    arguments = {"query": "blood pressure", "method": "keyword", "limit": 4, "sources": ["dbgap"]}
+    result = run_cli(
+        "search",
+        "blood pressure",
+        "--method",
+        "keyword",
+        "--limit",
+        "4",
+        "--source",
+        "dbgap",
+        "--json",
+        "--release",
+        str(mirror_build.release),
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == call_tool(release, "search_all", arguments)
+
+
+def test_without_query_embeddings_hybrid_degrades_and_semantic_fails(mirror_build: Build) -> None:
+    release = str(mirror_build.release)
+    off = {"METABUNDLE_EMBEDDINGS_ENABLED": "0"}
+    hybrid = run_cli("search", "body mass", "--json", "--release", release, **off)
+    assert hybrid.returncode == 0, hybrid.stderr
+    retrieval = json.loads(hybrid.stdout)["retrieval"]
+    assert retrieval["degraded"] is True and retrieval["effective_method"] == "keyword"
+    assert "METABUNDLE_EMBEDDINGS_ENABLED" in retrieval["degraded_reason"]
+    semantic = run_cli(
+        "search", "body mass", "--method", "semantic", "--json", "--release", release, **off
+    )
+    assert semantic.returncode == 1
+    assert json.loads(semantic.stdout)["error"]["code"] == "embeddings_unavailable"
+
+
+def test_human_output_lists_ranked_results_with_links(mirror_build: Build) -> None:
+    result = run_cli("search", "4d_lung", "--release", str(mirror_build.release), "--limit", "2")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("  1. [idc/collection] 4d_lung")
+    assert lines[2].strip().startswith("https://portal.imaging.datacommons.cancer.gov/")
