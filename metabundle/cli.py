@@ -22,6 +22,10 @@ from metabundle.config import PROFILES, BuildSettings, make_settings, split_list
 from metabundle.errors import ConfigError, MetabundleError
 
 EXIT_USER_ERROR = 1
+RELEASE_HELP = (
+    "A release folder, a `current` link or a build folder [METABUNDLE_RELEASE, else "
+    "./build/current, else the download folder's current]."
+)
 
 
 def _fail(message: str) -> None:
@@ -150,25 +154,25 @@ def build(**flags: Any) -> None:
 
 
 @main.command()
-@click.argument("release", type=click.Path(path_type=Path), default=Path("build/current"))
-def verify(release: Path) -> None:
+@click.argument("release", type=click.Path(path_type=Path), required=False)
+def verify(release: Path | None) -> None:
     """Re-check every file of a release against its SHA256SUMS and manifest."""
-    from metabundle.release.pointer import resolve_release
+    from metabundle.release.location import find_release
     from metabundle.release.verify import verify_release
 
-    report = verify_release(resolve_release(release))
+    report = verify_release(find_release(release))
     click.echo(f"OK {report.version}: {report.files} files, {report.bytes:,} bytes verified")
 
 
 @main.command()
-@click.option("--release", type=click.Path(path_type=Path), default=Path("build/current"))
+@click.option("--release", type=click.Path(path_type=Path), help=RELEASE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info(release: Path, as_json: bool) -> None:
+def info(release: Path | None, as_json: bool) -> None:
     """Summarize a release: version, sources, tables and search setup."""
     from metabundle.release.info import release_summary, summary_text
-    from metabundle.release.pointer import resolve_release
+    from metabundle.release.location import find_release
 
-    summary = release_summary(resolve_release(release))
+    summary = release_summary(find_release(release))
     click.echo(json.dumps(summary, indent=2, sort_keys=True) if as_json else summary_text(summary))
 
 
@@ -209,7 +213,7 @@ def dagster(out_dir: Path, port: int) -> None:
 @click.option("--method", type=click.Choice(["keyword", "semantic", "hybrid"]), default="hybrid")
 @click.option("--limit", type=int, default=10, help="Results to show (1..50).")
 @click.option("--json", "as_json", is_flag=True, help="Print the search_all payload as JSON.")
-@click.option("--release", type=click.Path(path_type=Path), default=Path("build/current"))
+@click.option("--release", type=click.Path(path_type=Path), help=RELEASE_HELP)
 def search(
     query: str,
     sources: tuple[str, ...],
@@ -217,9 +221,10 @@ def search(
     method: str,
     limit: int,
     as_json: bool,
-    release: Path,
+    release: Path | None,
 ) -> None:
     """Search the release (every source, or --source) and print ranked results."""
+    from metabundle.release.location import find_release
     from metabundle.search.release import Release
     from metabundle.search.tools import call_tool
 
@@ -228,7 +233,7 @@ def search(
         arguments["sources"] = list(sources)
     if kinds:
         arguments["kinds"] = list(kinds)
-    with Release.open(release) as opened:
+    with Release.open(find_release(release)) as opened:
         payload = call_tool(opened, "search_all", arguments)
     if as_json:
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -272,8 +277,7 @@ def _host_port(ctx: click.Context, param: click.Parameter, value: str | None) ->
     "--release",
     "release_path",
     type=click.Path(path_type=Path),
-    default=Path("build/current"),
-    help="A release folder, a `current` link or a build folder [./build/current].",
+    help=RELEASE_HELP,
 )
 @click.option(
     "--http",
@@ -282,14 +286,127 @@ def _host_port(ctx: click.Context, param: click.Parameter, value: str | None) ->
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio. Use a loopback "
     "address such as 127.0.0.1:8765: the server has no authentication.",
 )
-def mcp_command(release_path: Path, http: tuple[str, int] | None) -> None:
+def mcp_command(release_path: Path | None, http: tuple[str, int] | None) -> None:
     """Serve a release to AI agents over MCP (stdio unless --http is given)."""
-    from metabundle.release.pointer import resolve_release
+    from metabundle.release.location import find_release
 
-    release = resolve_release(release_path)  # a bad path fails before the slow imports
+    release = find_release(release_path)  # a bad path fails before the slow imports
     from metabundle.mcp.server import serve
 
     serve(release, http, lambda text: click.echo(f"metabundle: {text}", err=True))
+
+
+# -- publishing, downloading and comparing releases ---------------------------------------
+
+
+@main.command()
+@click.option("--release", type=click.Path(path_type=Path), help=RELEASE_HELP)
+@click.option(
+    "--to",
+    "target",
+    type=click.Path(path_type=Path),
+    help="The site folder to publish into [METABUNDLE_PUBLISH_TO].",
+)
+@click.option("--level", type=click.IntRange(1, 22), default=3, help="zstd level [3].")
+def publish(release: Path | None, target: Path | None, level: int) -> None:
+    """Publish a release into a static site folder (serve it with any web server or
+    object store); a version already published with the same files is left as is."""
+    from metabundle.release.location import find_release
+    from metabundle.release.publish import publish_release, require_target
+
+    result = publish_release(
+        find_release(release),
+        require_target(target),
+        level=level,
+        report=lambda t: click.echo(t, err=True),
+    )
+    saved = f"{result.size:,} bytes stored as {result.stored_size:,}"
+    verb = "published" if result.status == "published" else "already published, unchanged"
+    click.echo(f"{result.version} {verb}: {result.files} files, {saved}", err=True)
+    click.echo(str(result.path))
+
+
+@main.command()
+@click.argument("version", default="latest")
+@click.option("--from", "base_url", required=True, help="Base URL of a published release site.")
+@click.option(
+    "--dest",
+    type=click.Path(path_type=Path),
+    help="Install folder [METABUNDLE_DATA_DIR, else the platform's user data folder].",
+)
+def download(version: str, base_url: str, dest: Path | None) -> None:
+    """Download VERSION (default: latest) from a release site, verify every file and
+    make it the current release; an interrupted download resumes where it stopped."""
+    from metabundle.config import env
+    from metabundle.release.download import download_release, terminal_progress
+    from metabundle.sources.http import RetryPolicy
+
+    retry = RetryPolicy(
+        attempts=int(env("HTTP_ATTEMPTS", "5") or 5),
+        base_delay_s=float(env("HTTP_BACKOFF_S", "0.5") or 0.5),
+    )
+    progress = terminal_progress(sys.stderr)
+    result = download_release(base_url, version, dest, progress=progress, retry=retry)
+    if result.already_installed:
+        click.echo(f"{result.version} is already installed; it is now current", err=True)
+    else:
+        resumed = f", {result.resumed_files} resumed" if result.resumed_files else ""
+        click.echo(
+            f"{result.version} installed and verified ({result.downloaded_bytes:,} bytes "
+            f"downloaded{resumed}); it is now current",
+            err=True,
+        )
+    click.echo(str(result.path))
+
+
+@main.command()
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--examples", type=click.IntRange(0, 100), default=5, help="Keys shown per change.")
+def diff(old: Path, new: Path, as_json: bool, examples: int) -> None:
+    """Compare two releases: sources, tables, row counts and the entities added,
+    removed or changed (by primary key) in each source."""
+    from metabundle.release.diff import diff_releases, diff_text
+    from metabundle.release.pointer import resolve_release
+
+    result = diff_releases(resolve_release(old), resolve_release(new), examples=examples)
+    click.echo(json.dumps(result, indent=2, default=str) if as_json else diff_text(result))
+
+
+@main.command("datasette")
+@click.option("--release", "release_path", type=click.Path(path_type=Path), help=RELEASE_HELP)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8001, show_default=True)
+@click.option(
+    "--publish-dir",
+    type=click.Path(path_type=Path),
+    help="Instead of serving, write a deployment folder here (release copy, Dockerfile, "
+    "plugin install line, publish.sh for `datasette publish`).",
+)
+@click.option(
+    "--install",
+    help="pip requirement of the plugin in a --publish-dir deployment "
+    "[metabundle==<this version>]; a local wheel or sdist path is copied in.",
+)
+def datasette_command(
+    release_path: Path | None,
+    host: str,
+    port: int,
+    publish_dir: Path | None,
+    install: str | None,
+) -> None:
+    """Browse and search a release in Datasette, served read-only (immutable), with
+    /-/search and the JSON API /-/api; or write a deployment with --publish-dir."""
+    from metabundle.release.location import find_release
+
+    release = find_release(release_path)  # a bad path fails before the slow imports
+    from metabundle.datasette_plugin.serve import serve, write_publish_dir
+
+    if publish_dir is not None:
+        click.echo(str(write_publish_dir(release, publish_dir, install)))
+        return
+    serve(release, host, port, lambda text: click.echo(f"metabundle: {text}", err=True))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, AssetsDefinition, ResourceParam, asse
 from metabundle.index.steps import SearchStage, keyword_macros
 from metabundle.pipeline.progress import Progress
 from metabundle.pipeline.resources import BuildConfig
-from metabundle.release.writer import SearchArtifacts, write_release
+from metabundle.release.writer import SearchArtifacts, make_release
 from metabundle.sources.registry import with_dependencies
 from metabundle.sources.steps import load_staged
 
@@ -18,6 +18,7 @@ def search_artifacts(*stages: SearchStage) -> SearchArtifacts:
         artifacts.tables.update({name: stage.table(name) for name in stage.tables})
         artifacts.files.update({name: stage.file(name) for name in stage.files})
         artifacts.info.update({k: v for k, v in stage.info.items() if not isinstance(v, dict)})
+        artifacts.keys[stage.step] = stage.key
     return artifacts
 
 
@@ -36,11 +37,15 @@ def release(
     progress: ResourceParam[Progress],
 ) -> str:
     settings = build_config.settings()
-    with progress.step("release"):
+    with progress.step("release") as record:
         staged = [load_staged(settings, name) for name in with_dependencies(settings.sources)]
         artifacts = search_artifacts(search_docs, keyword_index, embeddings, ann_indexes)
-        path = write_release(settings, staged, artifacts, report=progress.reporter("release"))
-    context.add_output_metadata({"path": str(path), "version": path.name})
+        outcome = make_release(settings, staged, artifacts, report=progress.reporter("release"))
+        record.reused = {"release": outcome.up_to_date, "version": outcome.path.name}
+    path = outcome.path
+    context.add_output_metadata(
+        {"path": str(path), "version": path.name, "up_to_date": outcome.up_to_date}
+    )
     return str(path)
 
 

@@ -2,11 +2,26 @@
 the asset checks generated from the schema registry.
 
 Load it with ``dagster dev -m metabundle.pipeline``; ``metabundle build`` runs the
-same assets in-process.
+same assets in-process. ``defs`` is built on first access, so that importing a
+module of this package (as the assets do) does not build the definitions.
 """
 
-from metabundle.pipeline.definitions import build_definitions
+from __future__ import annotations
 
-defs = build_definitions()
+from typing import Any
 
 __all__ = ["defs"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "defs":
+        from metabundle.pipeline.definitions import build_definitions
+
+        value = build_definitions()
+        globals()["defs"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), "defs"})

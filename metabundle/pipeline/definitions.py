@@ -1,4 +1,5 @@
-"""The Dagster ``Definitions``: assets, checks, resources and IO storage."""
+"""The Dagster ``Definitions``: assets, checks, resources, IO storage, and the
+``build_and_publish`` job with its weekly schedule and upstream sensors."""
 
 from __future__ import annotations
 
@@ -34,4 +35,15 @@ def resources_for(
 
 def build_definitions() -> Definitions:
     """Definitions configured from ``METABUNDLE_*`` variables (for ``dagster dev``)."""
-    return Definitions(assets=all_assets(), resources=resources_for(None))
+    from metabundle.assets.publish import publish_assets
+    from metabundle.pipeline.jobs import build_and_publish_job
+    from metabundle.pipeline.schedules import weekly_release_schedule
+    from metabundle.pipeline.sensors import upstream_sensors
+
+    return Definitions(
+        assets=[*all_assets(), *publish_assets()],
+        jobs=[build_and_publish_job(BuildConfig().settings())],
+        schedules=[weekly_release_schedule()],
+        sensors=upstream_sensors(),
+        resources=resources_for(None),
+    )

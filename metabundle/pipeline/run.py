@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
 from dagster._core.execution.execute_in_process_result import ExecuteInProcessResult
@@ -46,6 +48,7 @@ def selection_for(settings: BuildSettings) -> list[AssetKey]:
 def run_build(settings: BuildSettings, progress: Progress) -> Path:
     """Materialize the selected sources and the release; the new release's path."""
     ensure_dagster_home(settings.out_dir)
+    started = time.perf_counter()
     with DagsterInstance.get() as instance:
         result = materialize(
             all_assets(),
@@ -59,7 +62,43 @@ def run_build(settings: BuildSettings, progress: Progress) -> Path:
     progress.write(settings.work_dir / "build_report.json")
     if not result.success:
         raise BuildFailed(failure_message(result))
+    for line in summary_lines(progress.report(), time.perf_counter() - started):
+        progress.message("summary", line)
     return Path(result.output_for_node("release"))
+
+
+def summary_lines(report: dict[str, dict[str, Any]], seconds: float) -> list[str]:
+    """What each step took and what it reused, for the end of ``metabundle build``."""
+    release = report.get("release", {}).get("reused", {})
+    if release.get("release"):
+        outcome = f"release {release.get('version')} is up to date (inputs unchanged)"
+    else:
+        outcome = f"release {release.get('version', '?')} written"
+    lines = [f"{seconds:.1f}s in all; {outcome}"]
+    for step, record in report.items():
+        lines.append(
+            f"{step:<16} {record['seconds']:>7.1f}s  {_reuse_text(step, record['reused'])}"
+        )
+    return lines
+
+
+def _reuse_text(step: str, reused: dict[str, Any]) -> str:
+    """One phrase saying what a step reused from earlier builds."""
+    if step.startswith("raw_"):
+        return f"{reused.get('unchanged', 0)} of {reused.get('files', 0)} files unchanged upstream"
+    if step.startswith("core_"):
+        return "parse reused (inputs unchanged)" if reused.get("parse") else "parsed"
+    if step == "embeddings" and not reused.get("embeddings") and "requested" in reused:
+        return (
+            f"{reused['requested']:,} texts: {reused.get('cached', 0):,} from the embedding "
+            f"cache, {reused.get('embedded', 0):,} embedded"
+        )
+    if step == "release":
+        return "up to date, nothing written" if reused.get("release") else "written"
+    flags = [value for value in reused.values() if isinstance(value, bool)]
+    if not flags:
+        return ""
+    return "reused (inputs unchanged)" if all(flags) else "rebuilt"
 
 
 def _user_message(error: SerializableErrorInfo | None) -> str | None:

@@ -27,6 +27,7 @@ class Manifest:
     tables: dict[str, dict[str, Any]]
     search: dict[str, Any] | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
+    build: dict[str, Any] | None = None  # stage keys the release was built from
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -38,6 +39,7 @@ class Manifest:
             "tables": self.tables,
             "search": self.search,
             "files": self.files,
+            "build": self.build,
         }
 
     def write(self, root: Path) -> None:

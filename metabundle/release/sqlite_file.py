@@ -2,7 +2,13 @@
 
 Tables come from the release's Parquet files through DuckDB, converted to values
 SQLite stores natively: lists and JSON as JSON text, dates and timestamps as ISO
-text, booleans as 0/1.
+text, booleans as 0/1. Each table keeps its declared primary key (so Datasette links
+rows by it), gets a B-tree index per scalar facet column and per lookup column, and,
+when it declares ``text_columns``, an external-content FTS5 table ``<table>_fts``.
+
+The FTS5 table names its content table in double quotes (``content="ukb_field"``):
+Datasette detects full-text search only in that form (or in brackets), and with the
+single-quoted form ``?_search=`` is silently ignored.
 """
 
 from __future__ import annotations
@@ -11,7 +17,6 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -21,6 +26,27 @@ from metabundle.db import connect
 from metabundle.schemas import ColumnType, Table, quote_identifier, sqlite_ddl
 
 BATCH_ROWS = 20_000
+FTS_SUFFIX = "_fts"
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# Indexes for what people (and the canned queries of datasette/metadata.yaml) look rows
+# up by, beyond the primary key and the facets. The idc_series one covers the IDC
+# cohort counts, so they read the index instead of the wide rows.
+LOOKUP_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "ukb_field_alias": (("alias",),),
+    "omop_concept": (("concept_code",),),
+    "omop_concept_synonym": (("concept_synonym_name",),),
+    "search_doc": (("entity_id",),),
+    "idc_series": (
+        (
+            "collection_id",
+            "Modality",
+            "BodyPartExamined",
+            "PatientID",
+            "series_size_MB",
+        ),
+    ),
+}
+_ARRAY_TYPES = (ColumnType.STRING_LIST, ColumnType.JSON, ColumnType.VECTOR)
 
 
 def _sqlite_expression(column_name: str, kind: ColumnType) -> str:
@@ -53,6 +79,7 @@ def write_sqlite(
         with connect() as con:
             for table, parquet in tables:
                 _copy_table(db, con, table, parquet)
+                _index_table(db, table)
                 report(f"sqlite: {table.name}")
         db.commit()
         db.execute("ANALYZE")
@@ -64,21 +91,58 @@ def write_sqlite(
 def _copy_table(
     db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, table: Table, parquet: Path
 ) -> None:
-    """Create the table without its key index, bulk insert in key order, then index."""
-    unindexed = replace(table, primary_key=())
-    db.execute(sqlite_ddl(unindexed))
+    """Create the table with its primary key and bulk insert the rows in key order."""
+    db.execute(sqlite_ddl(table))
     select = ", ".join(_sqlite_expression(c.name, c.type) for c in table.columns)
     placeholders = ", ".join("?" for _ in table.columns)
     insert = f"INSERT INTO {quote_identifier(table.name)} VALUES ({placeholders})"
     reader = con.sql(f"SELECT {select} FROM read_parquet('{parquet}')").to_arrow_reader(BATCH_ROWS)
     for rows in _prefetched(reader):
         db.executemany(insert, rows)
-    if table.primary_key:
-        keys = ", ".join(quote_identifier(k) for k in table.primary_key)
-        db.execute(
-            f"CREATE UNIQUE INDEX {quote_identifier(table.name + '_pk')} "
-            f"ON {quote_identifier(table.name)} ({keys})"
-        )
+
+
+def fts_table_name(table_name: str) -> str:
+    """The FTS5 table that indexes ``table_name``'s text columns."""
+    return table_name + FTS_SUFFIX
+
+
+def fts_ddl(table: Table) -> str:
+    """``CREATE VIRTUAL TABLE`` of ``table``'s external-content FTS5 index."""
+    columns = ", ".join(quote_identifier(c) for c in table.text_columns)
+    return (
+        f"CREATE VIRTUAL TABLE {quote_identifier(fts_table_name(table.name))} USING fts5("
+        f"{columns}, content={quote_identifier(table.name)}, tokenize='{FTS_TOKENIZER}')"
+    )
+
+
+def table_indexes(table: Table) -> list[tuple[str, ...]]:
+    """The indexes ``table`` gets besides its key: its lookup indexes, then one per
+    scalar facet that neither the key nor another index already leads with (array
+    facets are computed through json_each, which no index helps)."""
+    indexes = list(LOOKUP_INDEXES.get(table.name, ()))
+    leading = {index[0] for index in indexes} | set(table.primary_key[:1])
+    for name in table.facets:
+        if name in leading or table.column(name).type in _ARRAY_TYPES:
+            continue
+        indexes.append((name,))
+        leading.add(name)
+    return indexes
+
+
+def _index_table(db: sqlite3.Connection, table: Table) -> None:
+    """Add the facet and lookup indexes and fill the FTS5 table, if any."""
+    name = quote_identifier(table.name)
+    for columns in table_indexes(table):
+        index = quote_identifier(f"{table.name}_by_{'_'.join(columns)}")
+        keys = ", ".join(quote_identifier(c) for c in columns)
+        db.execute(f"CREATE INDEX {index} ON {name} ({keys})")
+    if not table.text_columns:
+        return
+    fts = quote_identifier(fts_table_name(table.name))
+    columns = ", ".join(quote_identifier(c) for c in table.text_columns)
+    db.execute(fts_ddl(table))
+    db.execute(f"INSERT INTO {fts} (rowid, {columns}) SELECT rowid, {columns} FROM {name}")
+    db.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
 
 
 def _prefetched(reader: pa.RecordBatchReader) -> Iterator[list[tuple[object, ...]]]:

@@ -3,10 +3,16 @@
 Everything is written into ``releases/.tmp-<version>-<pid>/``, checked, and only then
 renamed to ``releases/<version>/``; ``current`` moves last. A failure at any step
 removes the temporary folder and leaves ``current`` where it was.
+
+The manifest records the cache keys of the stages a release was built from
+(``build``). :func:`make_release` compares them with the current release's and, when
+every input is the same, reports that release as up to date instead of writing an
+identical copy (the DuckDB and SQLite files are the slow part of a build).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,14 +30,16 @@ from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, write_sums
+from metabundle.release.datasette_meta import assets_dir, write_datasette_files
 from metabundle.release.duckdb_file import write_duckdb
 from metabundle.release.manifest import (
     MANIFEST_FILE,
     Manifest,
     list_files,
+    read_manifest,
     write_datapackage,
 )
-from metabundle.release.pointer import point_current
+from metabundle.release.pointer import point_current, resolve_release
 from metabundle.release.readme import release_readme
 from metabundle.release.sqlite_file import write_sqlite
 from metabundle.release.staging import stage_table
@@ -44,6 +52,11 @@ from metabundle.sources.steps import StagedSource
 DUCKDB_FILE = "metabundle.duckdb"
 SQLITE_FILE = "metabundle.sqlite"
 TMP_PREFIX = ".tmp-"
+# The code and template that shape a release from staged tables are fingerprinted
+# (below); bump this when the output changes through anything else, so that a rebuild
+# writes a new release instead of reporting the current one up to date.
+RELEASE_LAYOUT = "1"
+WRITER_CODE = ("release", "schemas")
 
 
 @dataclass
@@ -54,6 +67,86 @@ class SearchArtifacts:
     files: dict[str, Path] = field(default_factory=dict)
     macros: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # search step → its cache key
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """The release a build ends with, and whether it was already there."""
+
+    path: Path
+    up_to_date: bool
+    build: dict[str, Any] | None
+
+
+def build_record(sources: list[StagedSource], search: SearchArtifacts) -> dict[str, Any] | None:
+    """The cache keys of every stage a release is built from, and one key over them
+    (with the writer's layout, metabundle's version, macros and search facts); None
+    when search outputs come without their keys, so nothing can be matched."""
+    if (search.tables or search.files) and not search.keys:
+        return None
+    stages = {f"core_{s.source}": s.cache_key for s in sorted(sources, key=lambda s: s.source)}
+    stages.update({f"search_{step}": key for step, key in sorted(search.keys.items())})
+    payload = {
+        "layout": RELEASE_LAYOUT,
+        "writer": writer_fingerprint(),
+        "metabundle_version": __version__,
+        "stages": stages,
+        "macros": search.macros,
+        "info": search.info,
+    }
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode())
+    return {"key": key.hexdigest()[:24], "stages": stages}
+
+
+def writer_fingerprint() -> str:
+    """A hash of the release writers', the table registry's source code and the
+    Datasette template that every release carries."""
+    package = Path(__file__).resolve().parents[1]
+    files = [p for folder in WRITER_CODE for p in (package / folder).rglob("*.py")]
+    template = assets_dir()
+    digest = hashlib.sha256()
+    for root, paths in ((package, files), (template, list(template.rglob("*")))):
+        for path in sorted(p for p in paths if p.is_file()):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def up_to_date_release(settings: BuildSettings, record: dict[str, Any] | None) -> Path | None:
+    """The current release when it was built from exactly the stages of ``record``
+    (and has the forced version, if one is set); else None."""
+    if record is None or not settings.current_link.exists():
+        return None
+    try:
+        current = resolve_release(settings.current_link)
+        manifest = read_manifest(current)
+    except ReleaseError:
+        return None
+    if settings.release_version and settings.release_version != manifest["version"]:
+        return None
+    if (manifest.get("build") or {}).get("key") != record["key"]:
+        return None
+    return current
+
+
+def make_release(
+    settings: BuildSettings,
+    sources: list[StagedSource],
+    search: SearchArtifacts | None = None,
+    *,
+    report: Callable[[str], None] = lambda _: None,
+    today: date | None = None,
+) -> ReleaseOutcome:
+    """The current release if every input is unchanged, else a newly written one."""
+    search = search or SearchArtifacts()
+    record = build_record(sources, search)
+    current = up_to_date_release(settings, record)
+    if current is not None:
+        report(f"up to date: release {current.name} was built from these inputs ({current})")
+        return ReleaseOutcome(current, True, record)
+    path = write_release(settings, sources, search, report=report, today=today)
+    return ReleaseOutcome(path, False, record)
 
 
 def _snapshot_row(staged: StagedSource) -> dict[str, Any]:
@@ -185,6 +278,8 @@ def _assemble(
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, destination)
     manifest = _manifest(version, created_at, sources, declared, search)
+    manifest.build = build_record(sources, search)
+    write_datasette_files(root, manifest.to_json())
     _drop_non_parquet_targets(parquet, declared)
     write_datapackage(root, version, sorted(parquet))
     (root / "README.md").write_text(release_readme(manifest))

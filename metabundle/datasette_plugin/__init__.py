@@ -1,0 +1,88 @@
+"""The Datasette plugin of metabundle: the search core inside Datasette.
+
+Registered under the ``datasette`` entry point (``pyproject.toml``), it adds to any
+Datasette serving a release's ``metabundle.sqlite``:
+
+- ``/-/search``: a search form over every source with ranked results
+  (``search_all``), each labelled with its source and kind and linked to its
+  canonical page; ``/-/search.json`` returns the same payload as JSON;
+- ``/-/api``: every registered tool of the core at ``/-/api/<tool>`` (GET with query
+  parameters or POST with a JSON body), payloads identical to ``call_tool``, typed
+  errors with their HTTP status, and ``/-/api/openapi.json`` generated from the tools'
+  pydantic models;
+- the search as an MCP tool of ``datasette-mcp``'s ``/-/mcp`` when that plugin is
+  installed (its ``register_mcp_tools`` hook).
+
+No business logic lives here: every answer comes from
+:func:`metabundle.search.tools.call_tool`. Serving and publishing are in :mod:`.serve`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from datasette import hookimpl
+from datasette.utils.asgi import Request, Response
+
+from metabundle.datasette_plugin import mcp_tools
+from metabundle.datasette_plugin.api import API_PREFIX, api_tool, json_response, tool_index
+from metabundle.datasette_plugin.openapi import openapi_document
+from metabundle.datasette_plugin.release_link import NoRelease, release_for, release_path
+from metabundle.datasette_plugin.search_page import search_json, search_page
+from metabundle.errors import MetabundleError
+from metabundle.search.tools import all_tools
+
+
+async def _api_index(datasette: Any, request: Request) -> Response:
+    return json_response(tool_index(datasette))
+
+
+async def _openapi(datasette: Any, request: Request) -> Response:
+    try:
+        version = release_for(datasette).version
+    except MetabundleError:
+        version = "(none: this Datasette serves no release)"
+    document = openapi_document(all_tools(), datasette.urls.path(API_PREFIX), version)
+    return json_response(document)
+
+
+@hookimpl
+def register_routes(datasette: Any) -> list[tuple[str, Any]]:
+    return [
+        (r"^/-/search$", search_page),
+        (r"^/-/search\.json$", search_json),
+        (r"^/-/api$", _api_index),
+        (r"^/-/api/openapi\.json$", _openapi),
+        (r"^/-/api/(?P<tool>[A-Za-z0-9_]+)$", api_tool),
+    ]
+
+
+@hookimpl
+def startup(datasette: Any) -> None:
+    """Open the release now, so a broken one fails at start rather than on a search."""
+    try:
+        release_path(datasette)
+    except NoRelease:
+        return  # browsing the SQLite file still works; the search routes say why not
+    release_for(datasette)
+
+
+@hookimpl
+def menu_links(datasette: Any, actor: Any, request: Any) -> list[dict[str, str]]:
+    return [
+        {"href": datasette.urls.path("/-/search"), "label": "Search all sources"},
+        {"href": datasette.urls.path(API_PREFIX), "label": "Search API (JSON)"},
+    ]
+
+
+@hookimpl
+def skip_csrf(datasette: Any, scope: dict[str, Any]) -> bool | None:
+    """The API is read-only: POSTs to it need no CSRF token, even with cookies."""
+    path = scope.get("path", "")
+    return True if path.startswith(datasette.urls.path(API_PREFIX + "/")) else None
+
+
+@hookimpl
+def register_mcp_tools(datasette: Any, mcp: Any) -> None:
+    """``datasette-mcp``'s hook: add the cross-source search to its MCP server."""
+    mcp_tools.register_tools(datasette, mcp)
