@@ -46,6 +46,9 @@ class MetabundleGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("metabundle: interrupted.", err=True)
             sys.exit(130)
+        except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as error:
@@ -407,6 +410,33 @@ def datasette_command(
         click.echo(str(write_publish_dir(release, publish_dir, install)))
         return
     serve(release, host, port, lambda text: click.echo(f"metabundle: {text}", err=True))
+
+
+@main.command("call")
+@click.argument("tool", required=False)
+@click.argument("arguments", required=False)
+@click.option("--release", "release_path", type=click.Path(path_type=Path), help=RELEASE_HELP)
+def call_command(tool: str | None, arguments: str | None, release_path: Path | None) -> None:
+    """Call any tool of the search core with JSON ARGUMENTS and print its payload: the
+    same JSON the MCP server and /-/api return. Without TOOL, list the tools."""
+    from metabundle.release.location import find_release
+    from metabundle.search.release import Release
+    from metabundle.search.tools import all_tools, call_tool
+
+    if tool is None:
+        for spec in all_tools():
+            click.echo(f"{spec.name:<30} {spec.description.splitlines()[0][:70]}")
+        return
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError as error:
+        message = f"ARGUMENTS is not valid JSON ({error.msg} at column {error.colno})"
+        raise ConfigError(message) from None
+    with Release.open(find_release(release_path)) as opened:
+        payload = call_tool(opened, tool, parsed)
+    click.echo(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+    if "error" in payload:
+        sys.exit(EXIT_USER_ERROR)
 
 
 if __name__ == "__main__":

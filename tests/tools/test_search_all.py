@@ -101,3 +101,17 @@ def test_human_output_lists_ranked_results_with_links(mirror_build: Build) -> No
     lines = result.stdout.splitlines()
     assert lines[1].startswith("  1. [idc/collection] 4d_lung")
     assert lines[2].strip().startswith("https://portal.imaging.datacommons.cancer.gov/")
+
+
+def test_cli_call_returns_any_tool_payload(mirror_build: Build, release: Release) -> None:
+    arguments = {"field_id": "p21001_i0"}
+    result = run_cli(
+        "call", "get_ukb_field", json.dumps(arguments), "--release", str(mirror_build.release)
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == call_tool(release, "get_ukb_field", arguments)
+    missing = run_cli(
+        "call", "get_ukb_field", '{"field_id": 999999999}', "--release", str(mirror_build.release)
+    )
+    assert missing.returncode == 1
+    assert json.loads(missing.stdout)["error"]["code"] == "not_found"
