@@ -56,7 +56,8 @@ def run_build(settings: BuildSettings, progress: Progress) -> Path:
             resources=resources_for(settings, progress),
             instance=instance,
             raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            # Failures reach the user as one sentence (failure_message), not Dagster's log.
+            run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
             tags={"metabundle/sources": ",".join(settings.sources)},
         )
     progress.write(settings.work_dir / "build_report.json")

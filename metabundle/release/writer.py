@@ -162,7 +162,9 @@ def _snapshot_row(staged: StagedSource) -> dict[str, Any]:
         "file_count": len(snap.files),
         "total_bytes": snap.total_bytes,
         "row_counts": json.dumps(staged.row_counts, sort_keys=True),
-        "details": json.dumps(dict(snap.details), sort_keys=True, default=str),
+        "details": json.dumps(
+            {**snap.details, "quarantine": staged.quarantine}, sort_keys=True, default=str
+        ),
     }
 
 
@@ -333,6 +335,7 @@ def _manifest(
             **{k: v for k, v in _snapshot_row(s).items() if k not in ("row_counts", "details")},
             "fetched_at": s.snapshot.fetched_at,
             "details": dict(s.snapshot.details),
+            "quarantine": s.quarantine,
             "tables": rows[s.source],
         }
         for s in sorted(sources, key=lambda s: s.source)

@@ -38,9 +38,13 @@ def classify(sql: str) -> str:
     if len(statements) != 1:
         raise invalid(f"Pass exactly one statement; got {len(statements)}.")
     statement = statements[0]
-    if statement.type not in ALLOWED_TYPES:
-        kind = statement.type.name if hasattr(statement.type, "name") else str(statement.type)
-        raise invalid(f"Only SELECT statements are allowed; got {kind}.")
+    try:
+        kind = statement.type
+    except ValueError:  # a statement type the Python binding cannot name (UPDATE EXTENSIONS)
+        raise invalid("Only SELECT statements are allowed; got another kind.") from None
+    if kind not in ALLOWED_TYPES:
+        name = kind.name if hasattr(kind, "name") else str(kind)
+        raise invalid(f"Only SELECT statements are allowed; got {name}.")
     return statement.query
 
 

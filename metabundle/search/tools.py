@@ -62,12 +62,34 @@ def _validation_message(name: str, error: ValidationError) -> str:
     return f"{name}: parameter {where!r}: {detail}{suffix}."
 
 
+def _check_text(name: str, arguments: Mapping[str, Any]) -> None:
+    """Refuse text that is not valid Unicode (a lone surrogate, as JSON's ``"\\ud800"``
+    decodes to), in any parameter name or value: no engine below can store or compare it."""
+    pending: list[tuple[str, Any]] = [("arguments", key) for key in arguments]
+    pending += [(str(key), value) for key, value in arguments.items()]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                where = where.encode("utf-8", "backslashreplace").decode()
+                raise invalid(
+                    f"{name}: parameter {where!r} is not valid Unicode text (a lone surrogate)."
+                ) from None
+        elif isinstance(value, Mapping):
+            pending += [(where, item) for pair in value.items() for item in pair]
+        elif isinstance(value, list | tuple):
+            pending += [(where, item) for item in value]
+
+
 def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> BaseModel:
     """Validated parameters of ``spec``, or an ``invalid_request``."""
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise invalid(f"{spec.name}: arguments must be an object.")
+    _check_text(spec.name, arguments)
     try:
         return spec.params.model_validate(dict(arguments))
     except ValidationError as error:

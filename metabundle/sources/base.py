@@ -19,11 +19,15 @@ import duckdb
 
 from metabundle.config import BuildSettings
 from metabundle.db import connect
+from metabundle.errors import ParseError
 from metabundle.release.staging import StagedTable, TableData, stage_table
 from metabundle.sources.http import Fetcher
 from metabundle.sources.layout import Upstream
 
 Reporter = Callable[[str], None]
+QUARANTINE_LIMIT = 100
+"""More malformed records than this in one file means the file is bad, not a record."""
+QUARANTINE_EXAMPLES = 5
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,7 @@ class ParseContext:
     report: Reporter
     dependency_tables: Mapping[str, Path] = field(default_factory=dict)
     staged: dict[str, StagedTable] = field(default_factory=dict)
+    quarantined: dict[str, dict[str, Any]] = field(default_factory=dict)
     _con: duckdb.DuckDBPyConnection | None = None
 
     @property
@@ -148,6 +153,24 @@ class ParseContext:
         self.staged[name] = staged
         self.report(f"{name}: {staged.rows:,} rows")
         return staged
+
+    def quarantine(self, file: str, reason: str, *, line: int | None = None) -> None:
+        """Set aside one malformed record of an otherwise good ``file`` (its mirror path):
+        it is counted, a few examples are kept for the manifest, and parsing goes on.
+        Past :data:`QUARANTINE_LIMIT` records the file itself is judged malformed."""
+        entry = self.quarantined.setdefault(file, {"count": 0, "examples": []})
+        entry["count"] += 1
+        if len(entry["examples"]) < QUARANTINE_EXAMPLES:
+            entry["examples"].append({"line": line, "reason": reason})
+        if entry["count"] > QUARANTINE_LIMIT:
+            raise ParseError(
+                self.snapshot.source,
+                file,
+                f"more than {QUARANTINE_LIMIT} malformed records (the last: {reason})",
+                line=line,
+            )
+        where = f"{file}, line {line}" if line is not None else file
+        self.report(f"quarantined a malformed record of {where}: {reason}")
 
     def table_path(self, name: str) -> Path:
         """The staged Parquet file of a table of a source this one depends on."""

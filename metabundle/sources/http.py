@@ -229,7 +229,7 @@ class Fetcher:
         self, url: str, headers: dict[str, str], receive: Callable[[httpx.Response], T]
     ) -> T:
         """GET ``url`` and hand the response to ``receive``, retrying transient failures
-        (429/5xx, connection errors, bodies cut short) with backoff."""
+        (429/5xx, connection errors, bodies cut short or not decompressing) with backoff."""
         attempts = self.retry.attempts
         for attempt in range(attempts):
             last = attempt == attempts - 1
@@ -245,10 +245,13 @@ class Fetcher:
                         raise FetchError(url, f"HTTP {status} {phrase}".strip())
                     else:
                         return receive(response)
-            except (httpx.TransportError, _TruncatedBody) as error:
+            except (httpx.TransportError, httpx.DecodingError, _TruncatedBody) as error:
+                # DecodingError: a compressed body that does not decompress (cut or garbled)
                 reason = _describe_transport_error(error)
                 if last:
                     raise FetchError(url, f"{reason} after {attempts} attempts") from None
+            except httpx.TooManyRedirects:
+                raise FetchError(url, "too many redirects") from None
             if self.on_retry is not None:
                 self.on_retry(url, attempt + 1, reason)
             time.sleep(self.retry.delay(attempt, retry_after))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from metabundle.errors import ConfigError
 
@@ -53,4 +53,12 @@ class Upstream:
         return self.url(mirror_path, public_url).rstrip("/") + "/"
 
     def describe(self) -> str:
-        return self.base or "public upstream URLs"
+        """The base for manifests and messages, without any credentials in it."""
+        if self.base is None:
+            return "public upstream URLs"
+        parts = urlsplit(self.base)
+        if parts.username or parts.password:
+            host = parts.hostname or ""
+            netloc = f"{host}:{parts.port}" if parts.port else host
+            return urlunsplit(parts._replace(netloc=netloc))
+        return self.base

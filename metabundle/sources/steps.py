@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ class StagedSource:
     reused: bool
     snapshot: RawSnapshot
     tables: dict[str, StagedTable]
+    quarantine: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def row_counts(self) -> dict[str, int]:
@@ -48,6 +49,7 @@ class StagedSource:
             "reused": self.reused,
             "snapshot": snapshot,
             "tables": {n: {"path": str(t.path), "rows": t.rows} for n, t in self.tables.items()},
+            "quarantine": self.quarantine,
         }
 
     @classmethod
@@ -64,7 +66,14 @@ class StagedSource:
             name: StagedTable(name=name, path=Path(t["path"]), rows=t["rows"])
             for name, t in data["tables"].items()
         }
-        return cls(data["source"], data["cache_key"], data["reused"], snapshot, tables)
+        return cls(
+            data["source"],
+            data["cache_key"],
+            data["reused"],
+            snapshot,
+            tables,
+            data.get("quarantine", {}),
+        )
 
 
 def make_fetcher(settings: BuildSettings, report: Reporter) -> Fetcher:
@@ -114,7 +123,7 @@ def parse_source(
     marker = folder / COMPLETE_MARKER
     if marker.exists():
         cached = StagedSource.from_json(json.loads(marker.read_text()))
-        staged = StagedSource(name, key, True, snapshot, cached.tables)
+        staged = StagedSource(name, key, True, snapshot, cached.tables, cached.quarantine)
         report(f"parse reused (inputs unchanged, key {key[:12]})")
         return staged
     temp = folder.with_name(f".{key}.tmp")
@@ -139,7 +148,7 @@ def parse_source(
     tables = {
         t: StagedTable(t, folder / s.path.name, s.rows) for t, s in sorted(ctx.staged.items())
     }
-    staged = StagedSource(name, key, False, snapshot, tables)
+    staged = StagedSource(name, key, False, snapshot, tables, ctx.quarantined)
     marker.write_text(json.dumps(staged.to_json(), sort_keys=True))
     return staged
 

@@ -10,8 +10,8 @@ import idc_index_data
 import pyarrow.parquet as pq
 import pytest
 
-from metabundle.db import connect
 from metabundle.release.checksums import table_fingerprint
+from metabundle.search.release import Release
 from tests.support.build import Build, build_release, share_embedding_cache
 from tests.support.cli import run_cli
 from tests.support.servers import serve_directory
@@ -32,11 +32,10 @@ def test_verify_passes_on_the_built_release(mirror_build: Build) -> None:
     assert result.stdout.startswith(f"OK {mirror_build.release.name}")
 
 
-def test_idc_series_has_every_series_of_the_package(mirror_build: Build) -> None:
+def test_idc_series_has_every_series_of_the_package(mirror_build: Build, release: Release) -> None:
     expected = pq.ParquetFile(idc_index_data.IDC_INDEX_PARQUET_FILEPATH).metadata.num_rows
-    with connect(mirror_build.release / "metabundle.duckdb", read_only=True) as con:
-        rows = con.sql("SELECT count(*) FROM idc_series").fetchall()[0][0]
-        collections = con.sql("SELECT count(*) FROM idc_collection").fetchall()[0][0]
+    rows = release.query("SELECT count(*) FROM idc_series")[0][0]
+    collections = release.query("SELECT count(*) FROM idc_collection")[0][0]
     assert rows == expected
     assert collections == 179
     manifest = json.loads((mirror_build.release / "manifest.json").read_text())

@@ -252,13 +252,14 @@ def fold_children(release: Release, hits: list[Hit]) -> list[Hit]:
 
 def distinct_titles(hits: list[Hit], rows: dict[int, dict[str, Any]]) -> list[Hit]:
     """Keep the best hit per (source, kind, title): one list across sources should not
-    spend its places on look-alikes such as the many "Yes" answers of survey questions."""
+    spend its places on look-alikes such as the many "Yes" answers of survey questions.
+    Exact identifier matches are all kept."""
     seen: set[tuple[str, str, str]] = set()
     kept = []
     for hit in hits:
         row = rows[hit.docno]
         key = (row["source"], row["kind"], " ".join(row["title"].lower().split()))
-        if key not in seen:
+        if hit.exact or key not in seen:
             seen.add(key)
             kept.append(hit)
     return kept

@@ -1,0 +1,1 @@
+"""Reliability and security: upstream faults, release integrity, hostile input, load."""
