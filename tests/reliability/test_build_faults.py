@@ -78,11 +78,6 @@ def test_a_permanent_failure_names_the_url_and_keeps_current(
     assert release_state(flaky_build.build.out) == permanent_failure.before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Dagster logs the failed step with its stack trace on stderr before the one "
-    "sentence (pipeline/run.py console logger at WARNING; reported)",
-)
 def test_a_failed_build_prints_no_stack_trace(permanent_failure: Failed) -> None:
     assert "Traceback" not in permanent_failure.result.stderr
     assert "Stack Trace" not in permanent_failure.result.stderr
