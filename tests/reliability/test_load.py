@@ -41,7 +41,10 @@ MCP_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_aou_catalog", {"query": "alcohol use", "limit": 5}),
     ("resolve_dbgap_study", {"query": "Jackson Heart Study"}),
     ("search_idc", {"query": "breast MRI", "limit": 5}),
-    ("run_sql", {"sql": "SELECT source, count(*) FROM search_doc GROUP BY 1", "max_rows": 10}),
+    (
+        "run_sql",
+        {"sql": "SELECT source, count(*) FROM search_doc GROUP BY 1 ORDER BY 1", "max_rows": 10},
+    ),
     ("get_release_info", {}),
 ]
 DATASETTE_PATHS = [

@@ -32,11 +32,6 @@ def test_the_release_holds_no_credential_of_the_build_environment(
     assert not leaking, f"the release contains a credential of the build machine: {leaking}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sources/layout.Upstream.describe() returns the base URL as given, so a mirror "
-    "URL with user:password@ is written to the manifest and source_snapshot (reported)",
-)
 def test_a_password_in_the_mirror_url_is_not_recorded() -> None:
     upstream = Upstream.parse(f"https://mirror-user:{SECRET}@mirror.example.org/metadata")
     assert SECRET not in upstream.describe()
