@@ -7,8 +7,6 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
-import pytest
-
 from metabundle.sources.layout import Upstream
 from tests.reliability.conftest import SECRET, SECRET_ENV, FlakyBuild
 
