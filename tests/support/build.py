@@ -27,9 +27,15 @@ class Build:
 
 
 def build_release(
-    out: Path, cache: Path, mirror_url: str, sources: str = ALL_SOURCES, *extra: str
+    out: Path,
+    cache: Path,
+    mirror_url: str,
+    sources: str = ALL_SOURCES,
+    *,
+    embeddings: str | None = TEST_EMBEDDINGS,
 ) -> Build:
-    """Run the real console script; fail the test with its stderr when it fails."""
+    """Run the real console script; fail the test with its stderr when it fails.
+    ``embeddings=None`` keeps the default provider."""
     result = run_cli(
         "build",
         "--upstream",
@@ -40,7 +46,7 @@ def build_release(
         str(cache),
         "--sources",
         sources,
-        *(extra or ("--embeddings", TEST_EMBEDDINGS)),
+        *(("--embeddings", embeddings) if embeddings else ()),
     )
     assert result.returncode == 0, f"build failed:\n{result.stderr[-4000:]}"
     release = Path(result.stdout.strip().splitlines()[-1])
