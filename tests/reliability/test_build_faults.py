@@ -86,7 +86,7 @@ def test_a_failed_build_prints_no_stack_trace(permanent_failure: Failed) -> None
 @pytest.mark.parametrize(
     ("damage", "expected"),
     [
-        ("truncated", ("CONCEPT.csv, line ", "truncated or malformed row")),
+        ("truncated", ("CONCEPT.csv, line ", "cut short")),
         ("renamed column", ("CONCEPT.csv, line 1", "no column CONCEPT_NAME")),
         ("missing column", ("CONCEPT.csv, line 1", "no column DOMAIN_ID")),
     ],

@@ -1,9 +1,10 @@
 """Every source against damaged upstream files, served on loopback and read by the
-production fetch and parse steps: a truncated or malformed file (XML, TSV, CSV, zip)
-fails naming the file and the line or byte offset; a changed upstream schema (a column
-missing or renamed) fails naming the column; a single malformed record inside a good
-file is quarantined, or at the least fails naming its line, never crashing and never
-silently vanishing.
+production fetch and parse steps, as ``docs/sources.md`` rules: a bad *file* (cut
+short, structurally broken, or past the quarantine limit) fails naming the file and
+the line or byte offset; a changed upstream schema (a column missing or renamed) fails
+naming the column; a single malformed record inside a good file is quarantined (counted,
+its line and reason kept, every other record loaded, shown in a built release's
+manifest), never crashing and never silently vanishing.
 
 Gaps found here are reported and marked ``xfail(strict=True)`` with the exact case, so
 the mark must go when the source is fixed.
@@ -21,8 +22,11 @@ import pytest
 
 from metabundle.config import make_settings
 from metabundle.errors import ConfigError, MetabundleError, ParseError
+from metabundle.release.manifest import read_manifest
+from metabundle.sources.base import QUARANTINE_LIMIT
 from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
+from tests.reliability.conftest import build_omop
 from tests.support.mirrors import edit_lines, truncate_mid_line, writable_copy
 from tests.support.servers import serve_directory
 
@@ -49,12 +53,6 @@ UKB_LEGACY = "ukb/legacy/Data_Dictionary_Showcase.csv"
 AOU_METADATA = "aou/data-browser/csv/survey_metadata.csv"
 AOU_ANSWER_KEY = "aou/omop2survey/survey_key.csv"
 OMOP_CONCEPT = "omop/eunomia_gibleed/CONCEPT.csv"
-
-QUARANTINE = pytest.mark.xfail(
-    strict=True,
-    reason="not implemented: no source quarantines a malformed record; each fails the "
-    "whole build naming the line (reported, sources/<name>/ are not ours)",
-)
 
 
 @dataclass(frozen=True)
@@ -110,28 +108,51 @@ def omop_staged(upstream_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
         return parse_source("omop", fetch_source("omop", settings, print), settings, print)
 
 
+def stage(
+    upstream_dir: Path, root: Path, damage: Damage, omop: StagedSource, *, damaged: bool = True
+) -> StagedSource:
+    """Fetch and parse ``damage.source`` from a served copy of the mirror under ``root``,
+    with ``damage`` done to it unless ``damaged`` is false."""
+    mirror = writable_copy(upstream_dir, root / "mirror", damage.parts)
+    if damaged:
+        damage.change(mirror / damage.file)
+    deps = {"omop": omop} if damage.source == "aou" else None
+    with serve_directory(mirror) as url:
+        settings = make_settings(
+            available_sources=source_names(),
+            out_dir=root / "out",
+            sources=(damage.source,),
+            upstream=url,
+            **damage.settings,
+        )
+        snapshot = fetch_source(damage.source, settings, lambda _: None)
+        return parse_source(damage.source, snapshot, settings, lambda _: None, deps)
+
+
 @pytest.fixture
 def run_damaged(
     upstream_dir: Path, tmp_path: Path, omop_staged: StagedSource
 ) -> Callable[[Damage], StagedSource]:
     """Fetch and parse a source from a served copy of the mirror with ``damage`` done."""
+    return lambda damage: stage(upstream_dir, tmp_path, damage, omop_staged)
 
-    def run(damage: Damage) -> StagedSource:
-        mirror = writable_copy(upstream_dir, tmp_path / "mirror", damage.parts)
-        damage.change(mirror / damage.file)
-        deps = {"omop": omop_staged} if damage.source == "aou" else None
-        with serve_directory(mirror) as url:
-            settings = make_settings(
-                available_sources=source_names(),
-                out_dir=tmp_path / "out",
-                sources=(damage.source,),
-                upstream=url,
-                **damage.settings,
-            )
-            snapshot = fetch_source(damage.source, settings, lambda _: None)
-            return parse_source(damage.source, snapshot, settings, lambda _: None, deps)
 
-    return run
+@pytest.fixture(scope="module")
+def undamaged_rows(
+    upstream_dir: Path, tmp_path_factory: pytest.TempPathFactory, omop_staged: StagedSource
+) -> Callable[[Damage], dict[str, int]]:
+    """The row counts of ``damage.source`` parsed from the same mirror parts, undamaged
+    (each source parsed once)."""
+    counts: dict[str, dict[str, int]] = {}
+
+    def rows(damage: Damage) -> dict[str, int]:
+        if damage.source not in counts:
+            root = tmp_path_factory.mktemp(f"undamaged-{damage.source}")
+            staged = stage(upstream_dir, root, damage, omop_staged, damaged=False)
+            counts[damage.source] = staged.row_counts
+        return counts[damage.source]
+
+    return rows
 
 
 def fails_naming(
@@ -157,35 +178,21 @@ TRUNCATED = [
     pytest.param(dbgap(DATA_DICT, truncate_mid_line), id="dbgap-data_dict-xml"),
     pytest.param(dbgap(GAP_EXCHANGE, truncate_mid_line), id="dbgap-gap_exchange-xml"),
     pytest.param(dbgap(VAR_REPORT, truncate_mid_line), id="dbgap-var_report-xml"),
-    pytest.param(
-        dbgap(EXPORT, truncate_mid_line),
-        id="dbgap-studies-csv",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="dbgap studies_csv._study_row: a short last record gives None cells and "
-            "CONSENT_SPLIT_RE.split(None) raises TypeError (reported)",
-        ),
-    ),
+    pytest.param(dbgap(EXPORT, truncate_mid_line), id="dbgap-studies-csv"),
     pytest.param(ukb(UKB_FIELDS, truncate_mid_line), id="ukb-fields-tsv"),
     pytest.param(ukb(UKB_CODING, truncate_mid_line), id="ukb-coding-tsv"),
     pytest.param(ukb(UKB_LEGACY, truncate_mid_line), id="ukb-legacy-csv"),
     pytest.param(aou(AOU_METADATA, truncate_mid_line), id="aou-survey_metadata-csv"),
-    pytest.param(
-        aou(AOU_ANSWER_KEY, truncate_mid_line),
-        id="aou-survey_key-csv",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="aou inputs.read_csv_text: csv.DictReader fills a short record with "
-            "None and optional columns accept it, so the cut record loads silently (reported)",
-        ),
-    ),
+    pytest.param(aou(AOU_ANSWER_KEY, truncate_mid_line), id="aou-survey_key-csv"),
     pytest.param(omop(OMOP_CONCEPT, truncate_mid_line), id="omop-concept-athena-tsv"),
 ]
 
 
 @pytest.mark.parametrize("damage", TRUNCATED)
 def test_a_truncated_file_fails_naming_the_file_and_line(run_damaged, damage: Damage) -> None:
-    fails_naming(run_damaged, damage)
+    """Cut mid-line, the last record is incomplete: the file fails, never quarantined."""
+    message = str(fails_naming(run_damaged, damage))
+    assert "cut short" in message or "malformed XML" in message, message
 
 
 def test_malformed_xml_names_the_line_and_column(run_damaged) -> None:
@@ -222,12 +229,6 @@ def test_a_zip_with_a_damaged_member_fails_naming_the_zip_and_member(
     assert f"{path}:" in str(caught.value) and "CRC" in str(caught.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="omop exports.local_exports: a truncated zip fails zipfile.is_zipfile and is "
-    "reported as 'neither a folder nor a zip file', without saying it is cut short or "
-    "where (reported)",
-)
 def test_a_truncated_zip_fails_naming_the_zip_and_byte_offset(
     upstream_dir: Path, tmp_path: Path
 ) -> None:
@@ -261,15 +262,74 @@ def test_a_renamed_or_missing_column_fails_naming_it(
     fails_naming(run_damaged, damage, column, line=False)
 
 
-def test_a_dbgap_variable_without_its_name_element_is_named(run_damaged) -> None:
-    def drop_name(path: Path) -> None:
-        text = path.read_text(encoding="utf-8")
-        path.write_text(text.replace("<name>", "<nom>", 1).replace("</name>", "</nom>", 1))
-
-    fails_naming(run_damaged, dbgap(DATA_DICT, drop_name), "<name>", line=False)
+# -- damage beyond one record: the file fails --------------------------------------------
 
 
-# -- one malformed record in a good file -------------------------------------------------
+def every_data_line(change: Callable[[str], str]) -> Callable[[Path], None]:
+    return lambda path: edit_lines(path, lambda lines: [lines[0], *map(change, lines[1:])])
+
+
+def open_quote(number: int) -> Callable[[Path], None]:
+    """A quote opened at the start of line ``number`` and never closed as CSV needs."""
+    return edit_line(number, lambda line: '"' + line)
+
+
+STRUCTURAL = [
+    pytest.param(
+        ukb(UKB_FIELDS, every_data_line(lambda line: line.replace("\t", ";"))),
+        f"more than {QUARANTINE_LIMIT} malformed records",
+        id="ukb-fields-separator-changed",
+    ),
+    pytest.param(
+        omop(OMOP_CONCEPT, every_data_line(lambda line: line.replace("\t", ","))),
+        f"more than {QUARANTINE_LIMIT} malformed records",
+        id="omop-concept-separator-changed",
+    ),
+    pytest.param(aou(AOU_METADATA, open_quote(30)), "", id="aou-survey_metadata-open-quote"),
+    pytest.param(dbgap(EXPORT, open_quote(20)), "malformed CSV", id="dbgap-studies-open-quote"),
+]
+
+
+@pytest.mark.parametrize(("damage", "reason"), STRUCTURAL)
+def test_damage_beyond_one_record_fails_the_file_naming_its_line(
+    run_damaged, damage: Damage, reason: str
+) -> None:
+    """A changed separator makes every record malformed (past the quarantine limit); an
+    open quote runs into the records after it: both are the file's damage."""
+    fails_naming(run_damaged, damage, reason)
+
+
+def cut_last_record(separator: str) -> Callable[[Path], None]:
+    """The last line cut to its first four cells, with no line break after it."""
+
+    def apply(path: Path) -> None:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        path.write_text("".join(lines[:-1]) + separator.join(lines[-1].split(separator)[:4]))
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(ukb(UKB_FIELDS, cut_last_record("\t")), id="ukb-fields"),
+        pytest.param(ukb(UKB_LEGACY, cut_last_record(",")), id="ukb-legacy"),
+        pytest.param(aou(AOU_METADATA, cut_last_record(",")), id="aou-survey_metadata"),
+        pytest.param(omop(OMOP_CONCEPT, cut_last_record("\t")), id="omop-concept"),
+        pytest.param(dbgap(EXPORT, cut_last_record(",")), id="dbgap-studies-csv"),
+    ],
+)
+def test_a_malformed_last_record_that_the_file_ends_inside_fails_the_file(
+    run_damaged, upstream_dir: Path, damage: Damage
+) -> None:
+    """A short last record with no line break after it is what a cut-short download
+    looks like, even when every record before it is whole: never quarantined."""
+    error = fails_naming(run_damaged, damage, "cut short")
+    last = (upstream_dir / damage.file).read_text(encoding="utf-8").splitlines()
+    assert error.line == len(last)
+
+
+# -- one malformed record in a good file: quarantined -------------------------------------
 
 
 def short_record(number: int, keep: int, separator: str) -> Callable[[Path], None]:
@@ -277,53 +337,102 @@ def short_record(number: int, keep: int, separator: str) -> Callable[[Path], Non
     return edit_line(number, lambda line: separator.join(line.split(separator)[:keep]) + "\n")
 
 
-BAD_RECORDS = [
+def drop_first(old: str, new: str) -> Callable[[Path], None]:
+    """The first ``old`` in the file replaced by ``new``."""
+
+    def apply(path: Path) -> None:
+        text = path.read_text(encoding="utf-8")
+        assert old in text
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    return apply
+
+
+def without_name(path: Path) -> None:
+    """The first variable's ``<name>`` element renamed, so the variable has no name."""
+    drop_first("<name>", "<nom>")(path)
+    drop_first("</name>", "</nom>")(path)
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    """A damage that makes one record malformed: its line, and the table (if any) that
+    must hold exactly one row fewer than the undamaged parse."""
+
+    damage: Damage
+    line: int
+    table: str | None
+
+
+QUARANTINED = [
     pytest.param(
-        dbgap(EXPORT, short_record(20, 2, ",")),
+        Quarantined(ukb(UKB_FIELDS, short_record(11, 5, "\t")), 11, "ukb_field"), id="ukb-fields"
+    ),
+    pytest.param(
+        Quarantined(
+            ukb(UKB_CODING, edit_line(40, lambda line: "\t" + line)), 40, "ukb_encoding_value"
+        ),
+        id="ukb-coding",
+    ),
+    pytest.param(Quarantined(ukb(UKB_LEGACY, short_record(25, 2, ",")), 25, None), id="ukb-legacy"),
+    pytest.param(
+        Quarantined(aou(AOU_METADATA, short_record(30, 2, ",")), 30, None), id="aou-survey_metadata"
+    ),
+    pytest.param(
+        Quarantined(aou(AOU_ANSWER_KEY, short_record(30, 2, ",")), 30, None), id="aou-survey_key"
+    ),
+    pytest.param(
+        Quarantined(omop(OMOP_CONCEPT, edit_line(6, lambda line: "x" + line)), 6, "omop_concept"),
+        id="omop-concept",
+    ),
+    pytest.param(
+        Quarantined(dbgap(EXPORT, short_record(20, 2, ",")), 20, None),
         id="dbgap-studies-csv",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="dbgap studies_csv._study_row: a short record raises TypeError "
-            "(CONSENT_SPLIT_RE.split(None)) instead of naming its line (reported)",
-        ),
     ),
-    pytest.param(ukb(UKB_FIELDS, short_record(11, 5, "\t")), id="ukb-fields-tsv"),
-    pytest.param(ukb(UKB_CODING, edit_line(40, lambda line: "\t" + line)), id="ukb-coding-tsv"),
-    pytest.param(aou(AOU_METADATA, short_record(30, 3, ",")), id="aou-survey_metadata-csv"),
     pytest.param(
-        aou(AOU_ANSWER_KEY, short_record(30, 2, ",")),
-        id="aou-survey_key-csv",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="aou inputs.read_csv_text: a record missing optional cells loads "
-            "silently with nulls (reported)",
+        Quarantined(
+            dbgap(DATA_DICT, drop_first('<variable id="phv00000029.v1"', "<variable")),
+            5,
+            "dbgap_variable",
         ),
+        id="dbgap-data_dict-variable-without-id",
     ),
-    pytest.param(omop(OMOP_CONCEPT, edit_line(6, lambda line: "x" + line)), id="omop-concept"),
+    pytest.param(
+        Quarantined(dbgap(DATA_DICT, without_name), 5, "dbgap_variable"),
+        id="dbgap-data_dict-variable-without-name",
+    ),
 ]
 
 
-@pytest.mark.parametrize("damage", BAD_RECORDS)
-def test_a_malformed_record_fails_loudly_naming_its_line(run_damaged, damage: Damage) -> None:
-    """Today's floor: the build stops and names the record's file and line."""
-    fails_naming(run_damaged, damage)
+@pytest.mark.parametrize("case", QUARANTINED)
+def test_a_malformed_record_is_quarantined_with_an_example(
+    run_damaged, undamaged_rows, case: Quarantined
+) -> None:
+    """The contract: the record is set aside, counted, shown with its line and reason,
+    and every other record loads."""
+    staged = run_damaged(case.damage)
+    assert set(staged.quarantine) == {case.damage.file}, staged.quarantine
+    entry = staged.quarantine[case.damage.file]
+    assert entry["count"] == 1
+    [example] = entry["examples"]
+    assert example["line"] == case.line and example["reason"].strip(), example
+    if case.table is not None:
+        assert staged.row_counts[case.table] == undamaged_rows(case.damage)[case.table] - 1
 
 
-@QUARANTINE
-@pytest.mark.parametrize(
-    "damage",
-    [
-        pytest.param(ukb(UKB_FIELDS, short_record(11, 5, "\t")), id="ukb"),
-        pytest.param(aou(AOU_METADATA, short_record(30, 3, ",")), id="aou"),
-        pytest.param(omop(OMOP_CONCEPT, edit_line(6, lambda line: "x" + line)), id="omop"),
-        pytest.param(dbgap(EXPORT, short_record(20, 2, ",")), id="dbgap"),
-    ],
-)
-def test_a_malformed_record_is_quarantined_with_an_example(run_damaged, damage: Damage) -> None:
-    """The contract: the record is set aside, counted and shown in the snapshot details
-    (which the manifest carries), and every other record loads."""
-    staged = run_damaged(damage)
-    quarantine = staged.snapshot.details.get("quarantine")
-    assert quarantine, "no quarantine entry in the snapshot details"
-    entry = quarantine[damage.file]
-    assert entry["count"] == 1 and entry["examples"]
+def test_a_built_release_shows_the_quarantined_record_in_its_manifest(
+    upstream_dir: Path, tmp_path: Path
+) -> None:
+    """``metabundle build --sources omop`` from a mirror copy with one malformed concept
+    succeeds, and its manifest names the record under ``sources.omop.quarantine``."""
+    mirror = writable_copy(upstream_dir, tmp_path / "mirror", ["omop"])
+    edit_line(6, lambda line: "x" + line)(mirror / OMOP_CONCEPT)
+    with serve_directory(mirror) as url:
+        result = build_omop(url, tmp_path / "out", tmp_path / "cache")
+    assert result.returncode == 0, result.stderr[-4000:]
+    source = read_manifest(Path(result.stdout.strip().splitlines()[-1]))["sources"]["omop"]
+    assert set(source["quarantine"]) == {OMOP_CONCEPT}
+    entry = source["quarantine"][OMOP_CONCEPT]
+    assert entry["count"] == 1
+    [example] = entry["examples"]
+    assert example["line"] == 6 and "CONCEPT_ID" in example["reason"], example

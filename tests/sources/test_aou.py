@@ -28,7 +28,7 @@ from metabundle.errors import ParseError
 from metabundle.release.staging import StagedTable
 from metabundle.schemas import get_table
 from metabundle.sources.aou import SOURCE
-from metabundle.sources.aou.inputs import SURVEY_METADATA, read_csv_text
+from metabundle.sources.aou.inputs import ANSWER_KEY_SPEC, SURVEY_METADATA, read_csv_text
 from metabundle.sources.base import RawSnapshot, SearchDocContext
 from metabundle.sources.registry import source_names, with_dependencies
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
@@ -561,7 +561,7 @@ def test_answer_key_is_optional(upstream_dir, tmp_path, omop):
     assert len(questions) == 951
 
 
-def test_a_bad_value_names_file_and_line(upstream_dir, tmp_path, omop):
+def test_a_bad_value_is_quarantined_with_its_file_and_line(run, upstream_dir, tmp_path, omop):
     def corrupt(root: Path) -> None:
         path = root / "aou" / "data-browser" / "csv" / "survey_metadata.csv"
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -569,10 +569,71 @@ def test_a_bad_value_names_file_and_line(upstream_dir, tmp_path, omop):
         path.write_text("".join(lines), encoding="utf-8")
 
     with served_copy(upstream_dir, tmp_path / "mirror", corrupt) as url:
-        settings = settings_for(url, tmp_path)
-        snapshot = fetch_source("aou", settings, lambda _: None)
-        with pytest.raises(ParseError, match=r"survey_metadata\.csv, line 5: column concept_id"):
-            parse_source("aou", snapshot, settings, lambda _: None, {"omop": omop})
+        damaged = Run(url, tmp_path, omop)
+    assert damaged.staged.quarantine == {
+        SURVEY_METADATA.key: {
+            "count": 1,
+            "examples": [
+                {"line": 5, "reason": "column concept_id has 'not-a-number', not an integer"}
+            ],
+        }
+    }
+    assert any(SURVEY_METADATA.key in message for message in damaged.messages)
+    whole = {i["native_id"] for i in run.rows("aou_item")}
+    question = {n for n in whole if n.split(":")[0] == "1586152"}  # line 5, and its answers
+    assert len(question) > 1
+    assert {i["native_id"] for i in damaged.rows("aou_item")} == whole - question
+
+
+def answer_key_text(upstream_dir: Path) -> str:
+    path = upstream_dir / ANSWER_KEY_SPEC.key
+    return path.read_text(encoding="utf-8-sig")
+
+
+def read_key(text: str) -> tuple[pa.Table, list[tuple[str, int]]]:
+    """The answer key read from ``text``, and what it set aside."""
+    set_aside: list[tuple[str, int]] = []
+    table = read_csv_text(
+        ANSWER_KEY_SPEC, text, lambda reason, line: set_aside.append((reason, line))
+    )
+    return table, set_aside
+
+
+def test_a_short_record_is_set_aside_and_every_other_record_loads(upstream_dir):
+    lines = answer_key_text(upstream_dir).splitlines(keepends=True)
+    whole, nothing = read_key("".join(lines))
+    assert nothing == []
+    lines[29] = ",".join(lines[29].split(",")[:2]) + "\n"
+    table, set_aside = read_key("".join(lines))
+    assert set_aside == [("the record has 2 cells, the header 8", 30)]
+    assert table.num_rows == whole.num_rows - 1
+
+
+def test_a_file_cut_short_fails_naming_its_last_line(upstream_dir):
+    text = answer_key_text(upstream_dir)
+    cut = text[: text.index(",", len(text) // 2)]
+    with pytest.raises(ParseError) as caught:
+        read_key(cut)
+    assert caught.value.line == cut.count("\n") + 1
+    assert str(caught.value).startswith(
+        f"aou: cannot parse {ANSWER_KEY_SPEC.key}, line {caught.value.line}: the file ends "
+        "inside its last record, which is cut short (the record has "
+    )
+
+
+def test_a_short_last_record_with_its_line_break_is_set_aside(upstream_dir):
+    """The answer key ends without a line break; one added after a short last record
+    says the file is whole, so the record alone is malformed."""
+    lines = answer_key_text(upstream_dir).splitlines(keepends=True)
+    lines[-1] = ",".join(lines[-1].split(",")[:3]) + "\n"
+    _, set_aside = read_key("".join(lines))
+    assert set_aside == [("the record has 3 cells, the header 8", len(lines))]
+
+
+def test_a_file_ending_inside_a_quoted_value_fails(upstream_dir):
+    text = answer_key_text(upstream_dir)
+    with pytest.raises(ParseError, match="the file ends inside a quoted value, cut short"):
+        read_key(text + '\n1,2,"never closed')
 
 
 def test_a_dropped_endpoint_is_an_error(upstream_dir, tmp_path, omop):
@@ -591,7 +652,7 @@ def test_a_dropped_endpoint_is_an_error(upstream_dir, tmp_path, omop):
 def test_a_missing_column_is_an_error():
     text = "id,concept_id\n1,2\n"
     with pytest.raises(ParseError, match=r"survey_metadata\.csv, line 1: the header lacks"):
-        read_csv_text(SURVEY_METADATA, text)
+        read_csv_text(SURVEY_METADATA, text, lambda reason, line: pytest.fail(reason))
 
 
 def test_aou_is_registered_and_ordered_after_omop():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -216,7 +216,11 @@ def test_the_whole_export_parses_with_whitespace_and_entities_cleaned(
     export = upstream_dir / EXPORT
     raw = export.read_text(encoding="utf-8")
     assert "    " in raw and "&#39;" in raw
-    studies = read_studies_csv(export, EXPORT)
+    set_aside: list[tuple[str, int | None]] = []
+    studies = read_studies_csv(
+        export, EXPORT, lambda reason, line: set_aside.append((reason, line))
+    )
+    assert set_aside == []
     assert len(studies) == 3264
     for row in studies.values():
         for text in (row["name"], row["description"], row["parent_study_name"]):
@@ -269,10 +273,18 @@ def test_every_data_dictionary_of_the_mirror_parses_with_all_its_variables(
     assert len(dictionaries) == 2005
     assert any(re.search(r"data_dict_\d{4}_\d\d_\d\d\.xml$", f.name) for f in dictionaries)
     tables = Tables()
+    set_aside: list[tuple[str, int | None]] = []
     for path in dictionaries:
         study = StudyVersion.parse(path.parent.parent.name)
         assert study is not None
-        read_data_dict(path, str(path.relative_to(upstream_dir)), study, tables)
+        read_data_dict(
+            path,
+            str(path.relative_to(upstream_dir)),
+            study,
+            tables,
+            lambda reason, line: set_aside.append((reason, line)),
+        )
+    assert set_aside == []
     variables = tables.variables.table()
     per_dataset = Counter(variables.column("dataset_id").to_pylist())
     file_of = {d["dataset_id"]: d["source_file"] for d in tables.datasets}
@@ -519,18 +531,95 @@ def test_a_malformed_var_report_fails_naming_the_file(
     assert "mismatched tag" in str(caught.value)
 
 
-def test_a_bad_date_in_the_export_fails_naming_the_line(
+def edit_export(root: Path, number: int, change: Callable[[str], str]) -> None:
+    """Line ``number`` (1 = the header) of the mirror copy's export changed."""
+    export = root / EXPORT
+    lines = export.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[number - 1] = change(lines[number - 1])
+    export.write_text("".join(lines), encoding="utf-8")
+
+
+def test_a_bad_date_in_the_export_is_quarantined_with_its_line(
+    broken_mirror: Path, tmp_path: Path
+) -> None:
+    edit_export(broken_mirror, 2, lambda line: line.replace('"2026-02-02"', '"02/02/2026"', 1))
+    with serve_directory(broken_mirror) as url:
+        staged = build(url, tmp_path / "out", studies=("phs000001",))
+    assert staged.quarantine == {
+        EXPORT: {
+            "count": 1,
+            "examples": [
+                {"line": 2, "reason": "Release Date '02/02/2026' is not a YYYY-MM-DD date"}
+            ],
+        }
+    }
+
+
+def test_a_short_record_of_the_export_is_quarantined_and_the_rest_load(
+    upstream_dir: Path, tmp_path: Path
+) -> None:
+    export = tmp_path / "studies.csv"
+    lines = (upstream_dir / EXPORT).read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[9].startswith('"phs')
+    lines[9] = '","'.join(lines[9].split('","')[:3]) + '"\n'  # every cell is quoted
+    export.write_text("".join(lines), encoding="utf-8")
+    set_aside: list[tuple[str, int | None]] = []
+    studies = read_studies_csv(
+        export, EXPORT, lambda reason, line: set_aside.append((reason, line))
+    )
+    assert set_aside == [("the record has 3 cells, the header 16", 10)]
+    assert len(studies) == 3264 - 1
+
+
+def test_an_export_cut_short_fails_naming_its_last_line(
     broken_mirror: Path, tmp_path: Path
 ) -> None:
     export = broken_mirror / EXPORT
-    lines = export.read_text(encoding="utf-8").splitlines(keepends=True)
-    assert '"2026-02-02"' in lines[1]
-    lines[1] = lines[1].replace('"2026-02-02"', '"02/02/2026"', 1)
-    export.write_text("".join(lines), encoding="utf-8")
+    text = export.read_text(encoding="utf-8")
+    cut = text.rindex('","', 0, len(text) - 1) + 1  # after a cell's closing quote
+    export.write_text(text[:cut], encoding="utf-8")
     with serve_directory(broken_mirror) as url, pytest.raises(ParseError) as caught:
         build(url, tmp_path / "out", studies=("phs000001",))
-    assert (caught.value.file, caught.value.line) == (EXPORT, 2)
-    assert "Release Date '02/02/2026' is not a YYYY-MM-DD date" in str(caught.value)
+    assert (caught.value.file, caught.value.line) == (EXPORT, text[:cut].count("\n") + 1)
+    assert "the file ends inside its last record, which is cut short" in str(caught.value)
+
+
+def test_a_data_dictionary_variable_without_its_id_is_quarantined_with_its_line(
+    broken_mirror: Path, tmp_path: Path
+) -> None:
+    """A record of a data dictionary is one ``<variable>`` element with its values."""
+    path = dictionary_of(broken_mirror)
+    text = path.read_text(encoding="utf-8")
+    start = text.index("<variable id=", text.index("<variable id=") + 1)
+    end = text.index(">", start)
+    path.write_text(text[:start] + "<variable" + text[end:], encoding="utf-8")
+    with serve_directory(broken_mirror) as url:
+        staged = build(url, tmp_path / "out", studies=("phs000001",))
+    key = str(path.relative_to(broken_mirror))
+    line = text[:start].count("\n") + 1
+    assert staged.quarantine == {
+        key: {"count": 1, "examples": [{"line": line, "reason": "<variable> has no id attribute"}]}
+    }
+    assert staged.row_counts["dbgap_variable"] == variable_elements(path) - 1
+
+
+def test_a_var_report_variable_with_a_bad_count_is_quarantined(
+    upstream_dir: Path, broken_mirror: Path, tmp_path: Path
+) -> None:
+    target = broken_mirror / "dbgap" / "studies" / "phs001985"
+    shutil.copytree(upstream_dir / "dbgap" / "studies" / "phs001985", target)
+    report = next(target.glob("*/*/*Subject.var_report.xml"))
+    text = report.read_text(encoding="utf-8")
+    position = text.index(' n="')
+    report.write_text(text[:position] + ' n="many' + text[position + 4 :], encoding="utf-8")
+    with serve_directory(broken_mirror) as url:
+        staged = build(url, tmp_path / "out", studies=("phs001985",))
+    [entry] = staged.quarantine.values()
+    assert entry["count"] == 1
+    [example] = entry["examples"]
+    assert example["reason"].startswith("n='many") and "is not a number" in example["reason"]
+    variable_line = text[: text.rindex("<variable", 0, position)].count("\n") + 1
+    assert example["line"] == variable_line
 
 
 def test_full_profile_takes_every_study_folder_upstream(

@@ -24,7 +24,7 @@ from metabundle.config import make_settings
 from metabundle.errors import ConfigError, ParseError
 from metabundle.schemas import get_table
 from metabundle.schemas.model import ColumnType
-from metabundle.sources.base import SearchDocContext
+from metabundle.sources.base import QUARANTINE_LIMIT, SearchDocContext
 from metabundle.sources.http import sha256_file
 from metabundle.sources.registry import get_source, source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
@@ -342,28 +342,78 @@ def test_a_truncated_row_names_the_file_and_the_line(broken_copy, tmp_path):
         build(tmp_path / "out", omop_vocab=(str(broken_copy),))
     message = str(caught.value)
     assert str(relationship) in message and f"line {len(lines)}" in message
-    assert "truncated or malformed row" in message
+    assert "the file ends inside its last record, which is cut short" in message
 
 
-def test_a_bad_date_names_the_file_line_and_column(broken_copy, tmp_path):
+def test_a_short_last_row_of_a_whole_file_is_quarantined(broken_copy, tmp_path):
+    """The same short row, but followed by its line break: the file is whole, the row
+    is one malformed record."""
+    relationship = broken_copy / "CONCEPT_RELATIONSHIP.csv"
+    lines = relationship.read_text(encoding="utf-8").splitlines()
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    relationship.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, staged = build(tmp_path / "out", omop_vocab=(str(broken_copy),))
+    [example] = staged.quarantine["omop_vocab/1-export/CONCEPT_RELATIONSHIP.csv"]["examples"]
+    assert example["line"] == len(lines)
+    assert example["reason"].startswith("expected 6 Athena (tab-separated) fields, found ")
+
+
+def quarantined(staged: StagedSource) -> dict[str, list[tuple[int, str]]]:
+    """File key → (line, reason) of each quarantined example."""
+    return {
+        key: [(e["line"], e["reason"]) for e in entry["examples"]]
+        for key, entry in staged.quarantine.items()
+    }
+
+
+def test_a_bad_date_is_quarantined_with_its_line_and_column(broken_copy, tmp_path, zip_build):
     concept = broken_copy / "CONCEPT.csv"
     lines = concept.read_text(encoding="utf-8").splitlines()
     lines[4] = lines[4].replace("\t20991231\t", "\t2099-12-3x\t")
     concept.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(ParseError) as caught:
-        build(tmp_path / "out", omop_vocab=(str(broken_copy),))
-    message = str(caught.value)
-    assert str(concept) in message and "line 5" in message and "VALID_END_DATE" in message
+    _, staged = build(tmp_path / "out", omop_vocab=(str(broken_copy),))
+    [(line, reason)] = quarantined(staged)["omop_vocab/1-export/CONCEPT.csv"]
+    assert line == 5 and reason.startswith("column VALID_END_DATE: "), reason
+    _, whole = zip_build
+    assert staged.row_counts["omop_concept"] == whole.row_counts["omop_concept"] - 1
+    assert staged.row_counts["omop_concept_synonym"] == whole.row_counts["omop_concept_synonym"]
 
 
-def test_a_missing_required_id_is_an_error(broken_copy, tmp_path):
+def test_a_missing_required_id_is_quarantined(broken_copy, tmp_path):
     synonym = broken_copy / "CONCEPT_SYNONYM.csv"
     lines = synonym.read_text(encoding="utf-8").splitlines()
     lines[3] = "\t" + lines[3].split("\t", 1)[1]
     synonym.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(ParseError, match="required column CONCEPT_ID") as caught:
+    _, staged = build(tmp_path / "out", omop_vocab=(str(broken_copy),))
+    assert quarantined(staged) == {
+        "omop_vocab/1-export/CONCEPT_SYNONYM.csv": [(4, "required column CONCEPT_ID is empty")]
+    }
+
+
+def test_a_bad_row_of_a_zip_member_is_quarantined_under_the_zip_and_member(gibleed, tmp_path):
+    path = tmp_path / "vocabulary.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for file in sorted(gibleed.iterdir()):
+            text = file.read_text(encoding="utf-8")
+            if file.name == "CONCEPT.csv":
+                lines = text.splitlines(keepends=True)
+                text = "".join([*lines[:5], "x" + lines[5], *lines[6:]])
+            archive.writestr(file.name, text)
+    _, staged = build(tmp_path / "out", omop_vocab=(str(path),))
+    [(line, reason)] = quarantined(staged)["omop_vocab/1-vocabulary.zip:CONCEPT.csv"]
+    assert line == 6 and reason.startswith("column CONCEPT_ID: "), reason
+
+
+def test_more_bad_rows_than_the_limit_fail_the_file(broken_copy, tmp_path):
+    concept = broken_copy / "CONCEPT.csv"
+    lines = concept.read_text(encoding="utf-8").splitlines()
+    bad = [line.replace("\t", ",") for line in lines[1 : QUARANTINE_LIMIT + 3]]
+    concept.write_text("\n".join([lines[0], *bad, *lines[QUARANTINE_LIMIT + 3 :]]) + "\n")
+    with pytest.raises(ParseError) as caught:
         build(tmp_path / "out", omop_vocab=(str(broken_copy),))
-    assert str(synonym) in str(caught.value)
+    message = str(caught.value)
+    assert f"more than {QUARANTINE_LIMIT} malformed records" in message
+    assert "CONCEPT.csv" in message and f"line {QUARANTINE_LIMIT + 2}" in message
 
 
 def test_a_missing_table_file_is_named(broken_copy, tmp_path):
@@ -378,6 +428,19 @@ def test_drug_strength_is_optional(broken_copy, tmp_path):
     _, staged = build(tmp_path / "out", omop_vocab=(str(broken_copy),))
     assert staged.tables["omop_drug_strength"].rows == 0
     assert staged.tables["omop_concept"].rows == 442
+
+
+def test_a_cut_short_zip_is_named_truncated_with_its_size(gibleed_zip, tmp_path):
+    path = tmp_path / "vocabulary.zip"
+    data = gibleed_zip.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    with pytest.raises(ParseError) as caught:
+        build(tmp_path / "out", omop_vocab=(str(path),))
+    assert str(caught.value) == (
+        f"omop: cannot parse {path}: the zip file is truncated: it ends at byte "
+        f"{len(data) // 3:,} without the end-of-central-directory record that closes a "
+        "complete zip."
+    )
 
 
 def test_a_path_that_is_no_export_is_a_config_error(tmp_path):

@@ -447,21 +447,82 @@ def test_a_missing_or_renamed_column_names_the_file_and_column(
     assert f"missing column {column!r}" in message
 
 
-def test_a_bad_value_names_the_file_line_and_column(tmp_path: Path, upstream_dir: Path) -> None:
-    def corrupt(text: str) -> str:
+def change_line(number: int, change: Callable[[list[str]], list[str]]) -> Callable[[str], str]:
+    """Line ``number`` (1 = the header) of a tab-separated text changed cell by cell."""
+
+    def transform(text: str) -> str:
         lines = text.split("\n")
-        cells = lines[3].split("\t")
-        cells[0] = "x3"
-        lines[3] = "\t".join(cells)
+        lines[number - 1] = "\t".join(change(lines[number - 1].split("\t")))
         return "\n".join(lines)
 
+    return transform
+
+
+def test_a_bad_value_is_quarantined_with_its_file_line_and_column(
+    staged: StagedSource, tmp_path: Path, upstream_dir: Path
+) -> None:
+    corrupt = change_line(4, lambda cells: ["x3", *cells[1:]])
     folder = mirror_with(tmp_path / "mirror", upstream_dir, "ukb/scdown/13.txt", corrupt)
+    with serve_directory(folder) as url:
+        damaged = build(url, tmp_path / "out")
+    assert damaged.quarantine == {
+        "ukb/scdown/13.txt": {
+            "count": 1,
+            "examples": [
+                {"line": 4, "reason": "column 'parent_id' has 'x3', which is not an integer"}
+            ],
+        }
+    }
+    assert damaged.row_counts["ukb_field"] == staged.row_counts["ukb_field"]
+
+
+def test_a_quarantined_tree_node_takes_its_subtree_with_it(
+    staged: StagedSource, tmp_path: Path, upstream_dir: Path
+) -> None:
+    """ICD-10 (coding 19) line 3885 is node 38720 (H59) with three children: set aside
+    as malformed, its children are cut off from the tree and quarantined too."""
+    corrupt = change_line(3885, lambda cells: [*cells[:2], "x38720", *cells[3:]])
+    folder = mirror_with(tmp_path / "mirror", upstream_dir, "ukb/codown/19.tsv", corrupt)
+    with serve_directory(folder) as url:
+        damaged = build(url, tmp_path / "out")
+    entry = damaged.quarantine["ukb/codown/19.tsv"]
+    assert entry["count"] == 4
+    assert [e["line"] for e in entry["examples"]] == [3885, 3886, 3887, 3888]
+    assert entry["examples"][0]["reason"] == (
+        "column 'node_id' has 'x38720', which is not an integer"
+    )
+    assert entry["examples"][1]["reason"] == (
+        "node 38730 is cut off from the tree: its parent 38720 was set aside or is missing"
+    )
+    values = "ukb_encoding_value"
+    assert damaged.row_counts[values] == staged.row_counts[values] - 4
+
+
+def test_a_stray_parent_in_a_whole_file_fails_naming_the_line(
+    tmp_path: Path, upstream_dir: Path
+) -> None:
+    """Without a quarantined record to explain it, a parent that is not a node is the
+    file's error."""
+    corrupt = change_line(3886, lambda cells: [*cells[:3], "99999999", cells[4]])
+    folder = mirror_with(tmp_path / "mirror", upstream_dir, "ukb/codown/19.tsv", corrupt)
     with serve_directory(folder) as url, pytest.raises(ParseError) as failure:
         build(url, tmp_path / "out")
     assert str(failure.value) == (
-        "ukb: cannot parse ukb/scdown/13.txt, line 4: column 'parent_id' has 'x3', "
-        "which is not an integer."
+        "ukb: cannot parse ukb/codown/19.tsv, line 3886: parent_id 99999999 is not a node "
+        "of this coding."
     )
+
+
+def test_a_cut_short_last_line_fails_the_file(tmp_path: Path, upstream_dir: Path) -> None:
+    def cut(text: str) -> str:
+        return text.rstrip("\n").rsplit("\t", 3)[0]
+
+    lines = (upstream_dir / "ukb/scdown/1.txt").read_text(encoding="utf-8").splitlines()
+    folder = mirror_with(tmp_path / "mirror", upstream_dir, "ukb/scdown/1.txt", cut)
+    with serve_directory(folder) as url, pytest.raises(ParseError) as failure:
+        build(url, tmp_path / "out")
+    assert failure.value.line == len(lines)
+    assert "the file ends inside its last record, which is cut short" in str(failure.value)
 
 
 def test_schema_3_supplies_the_titles_when_upstream_has_it(

@@ -61,6 +61,8 @@ MAX_TOP_LEVEL = 30
 ALIAS_EXAMPLES = 8
 INSTANCE_COLUMNS = 3
 SUGGESTIONS = 5
+MAX_FIELD_ID = 2**31 - 1
+"""The largest id ``ukb_field.field_id`` (INTEGER) can hold; no field has a larger one."""
 
 # Column-name forms of the extract formats; each captures the field id first.
 ALIAS_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -125,7 +127,9 @@ def field_mask(release: Release) -> np.ndarray:
 
 
 def fields_by_id(release: Release, field_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """``ukb_field`` rows of ``field_ids`` with their main category's Showcase page."""
+    """``ukb_field`` rows of ``field_ids`` with their main category's Showcase page (an id
+    outside the INTEGER range names no field and never reaches SQL)."""
+    field_ids = [f for f in field_ids if 0 <= f <= MAX_FIELD_ID]
     if not field_ids:
         return {}
     rows = release.query_dicts(
@@ -370,7 +374,7 @@ def nearest_fields(release: Release, field_id: int) -> list[dict[str, Any]]:
     """The existing fields with the closest ids, as not_found suggestions."""
     rows = release.query(
         "SELECT field_id, title FROM ukb_field ORDER BY abs(field_id - ?), field_id LIMIT ?",
-        [field_id, SUGGESTIONS],
+        [min(field_id, MAX_FIELD_ID), SUGGESTIONS],
     )
     return [{"id": int(f), "title": t, "canonical_url": field_url(int(f))} for f, t in rows]
 

@@ -24,6 +24,7 @@ SOURCE = SourceSpec(
     parse=parse,
     search_docs=search_docs,
     depends_on=("omop",),
+    version="2",  # 2: malformed records are quarantined
     folded_kinds={"answer": "question"},
 )
 

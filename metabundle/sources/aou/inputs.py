@@ -1,8 +1,12 @@
 """Read and check the small All of Us CSVs (a few thousand rows each).
 
-Each file is read with the standard library so that a bad value is reported with its
-line: a missing column, a non-integer id, an empty required value, an unknown row type
-or a malformed question path is a :class:`ParseError` naming file, line and column.
+Each file is read with the standard library so that a problem is reported with its
+line. A bad *file* is a :class:`ParseError` naming file and line: a missing column, CSV
+that does not parse (a quote left open), or a last record cut short (the file ends
+inside it, without a line break, as a truncated download does). A bad *record* in an
+otherwise good file is set aside (quarantined) with its line and reason, and every
+other record loads: a record with more or fewer cells than the header, a non-integer
+id, an empty required value, an unknown row type or a malformed question path.
 ``NULL`` and empty cells are nulls. The result is an Arrow table of the declared
 columns only, ready to be scanned by DuckDB.
 """
@@ -12,19 +16,27 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from metabundle.errors import ParseError
 from metabundle.sources.aou.fetch import ANSWER_KEY, csv_key
-from metabundle.sources.base import RawSnapshot
+from metabundle.sources.base import ParseContext
 
 NAME = "aou"
 INT, STR = pa.int64(), pa.string()
 NULLS = frozenset({"", "NULL"})
 PATH = re.compile(r"\d+(\.\d+)*\.?")
+LINE_BREAKS = ("\n", "\r")
+
+SetAside = Callable[[str, int], None]
+"""Quarantines one malformed record of the file being read: (reason, line)."""
+
+
+class BadRecord(ValueError):
+    """One record of a file is malformed; the message is the reason."""
 
 
 @dataclass(frozen=True)
@@ -122,55 +134,106 @@ ANSWER_KEY_SPEC = _spec(
 DATA_BROWSER_FILES = (SURVEY_MODULE, SURVEY_METADATA, PFHH_QA, FMH, DOMAIN_INFO, UNIT_MAP)
 
 
-def _value(spec: CsvSpec, column: str, raw: str | None, line: int) -> object:
+def _value(spec: CsvSpec, column: str, raw: str | None) -> object:
     text = None if raw is None or raw.strip() in NULLS else raw
     if text is None:
         if column in spec.required:
-            raise ParseError(NAME, spec.key, f"column {column} is empty", line=line)
+            raise BadRecord(f"column {column} is empty")
         return None
     if spec.columns[column] == INT:
         try:
             return int(text.strip())
         except ValueError:
-            raise ParseError(
-                NAME, spec.key, f"column {column} has {text!r}, not an integer", line=line
-            ) from None
+            raise BadRecord(f"column {column} has {text!r}, not an integer") from None
     if column in spec.choices and text not in spec.choices[column]:
         allowed = ", ".join(sorted(spec.choices[column]))
-        raise ParseError(
-            NAME, spec.key, f"column {column} has {text!r}, expected one of {allowed}", line=line
-        )
+        raise BadRecord(f"column {column} has {text!r}, expected one of {allowed}")
     if column in spec.patterns and not spec.patterns[column].fullmatch(text):
-        raise ParseError(NAME, spec.key, f"column {column} is malformed: {text!r}", line=line)
+        raise BadRecord(f"column {column} is malformed: {text!r}")
     return text
 
 
-def read_csv_text(spec: CsvSpec, text: str) -> pa.Table:
-    """Parse one CSV document against ``spec``."""
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in spec.columns if c not in (reader.fieldnames or [])]
+def _positions(spec: CsvSpec, header: Sequence[str] | None) -> dict[str, int]:
+    """Where each declared column is in ``header``; a missing one fails the file."""
+    found = list(header or [])
+    missing = [c for c in spec.columns if c not in found]
     if missing:
         raise ParseError(NAME, spec.key, f"the header lacks column {missing[0]}", line=1)
-    columns: dict[str, list[object]] = {c: [] for c in spec.columns}
+    return {column: found.index(column) for column in spec.columns}
+
+
+def _record(
+    spec: CsvSpec, positions: Mapping[str, int], width: int, cells: list[str]
+) -> dict[str, object]:
+    """The declared columns of one record, converted; :class:`BadRecord` if malformed."""
+    if len(cells) != width:
+        raise BadRecord(f"the record has {len(cells)} cells, the header {width}")
+    return {column: _value(spec, column, cells[index]) for column, index in positions.items()}
+
+
+def _records(
+    reader: Iterator[list[str]], lines: Callable[[], int]
+) -> Iterator[tuple[int, list[str], bool]]:
+    """(line, cells, is_last) of each non-blank record; ``lines()`` is the reader's
+    line count, read as each record ends."""
+    previous: tuple[int, list[str]] | None = None
+    for cells in reader:
+        if not cells:
+            continue
+        if previous is not None:
+            yield (*previous, False)
+        previous = (lines(), cells)
+    if previous is not None:
+        yield (*previous, True)
+
+
+def read_csv_text(spec: CsvSpec, text: str, set_aside: SetAside) -> pa.Table:
+    """Parse one CSV document against ``spec``, quarantining malformed records through
+    ``set_aside``."""
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
-        for row in reader:
-            for column in spec.columns:
-                columns[column].append(_value(spec, column, row[column], reader.line_num))
+        header = next(reader, None)
+        positions = _positions(spec, header)
+        width = len(header or [])
+        columns: dict[str, list[object]] = {c: [] for c in spec.columns}
+        for line, cells, last in _records(reader, lambda: reader.line_num):
+            try:
+                row = _record(spec, positions, width, cells)
+            except BadRecord as bad:
+                if last and not text.endswith(LINE_BREAKS):
+                    reason = f"the file ends inside its last record, which is cut short ({bad})"
+                    raise ParseError(NAME, spec.key, reason, line=line) from None
+                set_aside(str(bad), line)
+                continue
+            for column, value in row.items():
+                columns[column].append(value)
     except csv.Error as error:
-        raise ParseError(NAME, spec.key, str(error), line=reader.line_num) from None
+        reason = _csv_problem(error, text, reader.line_num)
+        raise ParseError(NAME, spec.key, reason, line=reader.line_num) from None
     if not columns[next(iter(spec.columns))]:
         raise ParseError(NAME, spec.key, "the file has a header but no rows")
     return pa.table({c: pa.array(v, spec.columns[c]) for c, v in columns.items()})
 
 
-def read_csv(snapshot: RawSnapshot, spec: CsvSpec) -> pa.Table:
+def _csv_problem(error: csv.Error, text: str, line: int) -> str:
+    """Why the CSV does not parse; an error on the last line means the file ends inside
+    a quoted value (cut short, or a quote opened earlier never closed)."""
+    lines = text.count("\n") + (not text.endswith("\n"))
+    if line >= lines:
+        return f"malformed CSV: the file ends inside a quoted value, cut short ({error})"
+    return f"malformed CSV ({error})"
+
+
+def read_csv(ctx: ParseContext, spec: CsvSpec) -> pa.Table:
     """Parse the snapshot's copy of ``spec.key`` (UTF-8, with or without a BOM)."""
-    path = snapshot.file(spec.key).path
+    path = ctx.snapshot.file(spec.key).path
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise ParseError(NAME, spec.key, f"not UTF-8 ({error.reason})") from None
-    return read_csv_text(spec, text)
+    return read_csv_text(
+        spec, text, lambda reason, line: ctx.quarantine(spec.key, reason, line=line)
+    )
 
 
 def empty(spec: CsvSpec) -> pa.Table:

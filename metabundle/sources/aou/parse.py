@@ -30,10 +30,10 @@ LEFT JOIN in_domain d ON a.kind = 'domain' AND d.name = a.native_id
 def _register_inputs(ctx: ParseContext) -> None:
     """Expose the CSVs, the answer key, the fixed catalogues and the OMOP tables."""
     con = ctx.con
-    tables = {spec.view: read_csv(ctx.snapshot, spec) for spec in DATA_BROWSER_FILES}
+    tables = {spec.view: read_csv(ctx, spec) for spec in DATA_BROWSER_FILES}
     has_key = any(f.key == ANSWER_KEY_SPEC.key for f in ctx.snapshot.files)
     tables[ANSWER_KEY_SPEC.view] = (
-        read_csv(ctx.snapshot, ANSWER_KEY_SPEC) if has_key else empty(ANSWER_KEY_SPEC)
+        read_csv(ctx, ANSWER_KEY_SPEC) if has_key else empty(ANSWER_KEY_SPEC)
     )
     tables["module_pages"] = catalog.module_pages(tables[SURVEY_MODULE.view])
     tables["domain_pages"] = catalog.domain_pages()

@@ -6,6 +6,11 @@ elements with ``name``, ``description``, ``type``, ``unit``, ``logical_min``,
 ``logical_max``, ``comment``, ``coll_interval`` and ``<value code="…">label</value>``
 children. Releases before 2010 name the file ``….data_dict_2008_10_31.xml``; the
 content is the same.
+
+A record is one ``<variable>`` element with its ``<value>`` children. A variable
+without an ``id``, with an id that is not a ``phv`` accession, or without a ``<name>``
+is set aside (quarantined) with its line, and the file's other variables load; XML that
+does not parse, or a ``<data_table>`` without its own ids, fails the whole file.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ from pathlib import Path
 from metabundle.errors import ParseError
 from metabundle.sources.dbgap.accessions import StudyVersion
 from metabundle.sources.dbgap.datasets import DatasetRef, file_name, parse_date, require
-from metabundle.sources.dbgap.rows import Row, Tables
-from metabundle.sources.dbgap.xmlread import SOURCE, children, read_xml, text_of
+from metabundle.sources.dbgap.rows import Row, SetAside, Tables
+from metabundle.sources.dbgap.xmlread import SOURCE, ElementLines, children, read_xml, text_of
 
 
-def read_data_dict(path: Path, name: str, study: StudyVersion, tables: Tables) -> None:
-    """Append the dataset, variables and values of data dictionary ``path``."""
+def read_data_dict(
+    path: Path, name: str, study: StudyVersion, tables: Tables, set_aside: SetAside
+) -> None:
+    """Append the dataset, variables and values of data dictionary ``path``; a malformed
+    variable goes to ``set_aside``."""
     document = read_xml(path, name)
     root = document.root
     if root.tag != "data_table":
@@ -38,9 +46,14 @@ def read_data_dict(path: Path, name: str, study: StudyVersion, tables: Tables) -
             text_encoding=document.encoding,
         )
     )
-    for element in children(root, "variable"):
+    lines = ElementLines(path, document.encoding, "variable")
+    for index, element in enumerate(children(root, "variable")):
         fields, values = _fields(element)
-        variable = _variable_row(element, name, dataset, fields, len(values))
+        try:
+            variable = _variable_row(element, name, dataset, fields, len(values))
+        except ParseError as malformed:
+            set_aside(malformed.reason, lines.line(index))
+            continue
         variable["is_unique_key"] = variable["name"] in unique_keys
         tables.variables.append(variable)
         tables.values.extend(_value_rows(values, variable))
@@ -66,11 +79,12 @@ def _variable_row(
     fields: dict[str, str | None],
     value_count: int,
 ) -> Row:
+    phv = require(element, "id", name)
     variable_name = fields.get("name")
     if variable_name is None:
-        raise ParseError(SOURCE, name, f"variable {element.get('id')} has no <name>")
+        raise ParseError(SOURCE, name, f"variable {phv} has no <name>")
     return dataset.variable(
-        require(element, "id", name),
+        phv,
         name,
         name=variable_name,
         description=fields.get("description"),

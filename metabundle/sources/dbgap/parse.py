@@ -9,18 +9,17 @@ per-dataset and per-study counts and the has-statistics flags.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 import duckdb
 
 from metabundle.errors import ParseError
-from metabundle.sources.base import ParseContext, RawFile, Reporter
+from metabundle.sources.base import ParseContext
 from metabundle.sources.dbgap import studies_csv
 from metabundle.sources.dbgap.accessions import StudySelector, StudyVersion
 from metabundle.sources.dbgap.data_dict import read_data_dict
 from metabundle.sources.dbgap.datasets import is_data_dict, is_var_report
 from metabundle.sources.dbgap.gap_exchange import GapExchange, read_gap_exchange
-from metabundle.sources.dbgap.rows import Row, Tables, arrow_rows
+from metabundle.sources.dbgap.rows import Row, SetAside, Tables, arrow_rows
 from metabundle.sources.dbgap.studies import study_rows, study_versions
 from metabundle.sources.dbgap.var_report import read_var_report
 from metabundle.sources.dbgap.xmlread import SOURCE, UTF8
@@ -35,8 +34,10 @@ def parse(ctx: ParseContext) -> None:
     """Write every dbGaP table from the snapshot's export and FTP files."""
     snapshot = ctx.snapshot
     export_file = snapshot.file(studies_csv.MIRROR_PATH)
-    export = studies_csv.read_studies_csv(export_file.path, export_file.key)
-    tables, gap = read_study_files(snapshot.files, ctx.report)
+    export = studies_csv.read_studies_csv(
+        export_file.path, export_file.key, set_aside_in(ctx, export_file.key)
+    )
+    tables, gap = read_study_files(ctx)
     on_ftp = set(snapshot.details["ftp_study_versions"])
     versions = study_versions(export, selectors(snapshot.details["studies"]), on_ftp)
     studies = study_rows(versions, export, gap.studies, on_ftp, tables.study_names)
@@ -102,10 +103,15 @@ LEFT JOIN documents o USING (study_accession)
 )
 
 
-def read_study_files(files: Iterable[RawFile], report: Reporter) -> tuple[Tables, GapExchange]:
+def set_aside_in(ctx: ParseContext, file: str) -> SetAside:
+    """Quarantines a malformed record of ``file`` in the parse's manifest entry."""
+    return lambda reason, line: ctx.quarantine(file, reason, line=line)
+
+
+def read_study_files(ctx: ParseContext) -> tuple[Tables, GapExchange]:
     """Parse every GapExchange, data dictionary and variable report of the snapshot."""
     tables, gap = Tables(), GapExchange()
-    for raw in sorted(files, key=lambda f: f.key):
+    for raw in sorted(ctx.snapshot.files, key=lambda f: f.key):
         match = FILE_KEY_RE.fullmatch(raw.key)
         if match is None:
             continue
@@ -115,12 +121,14 @@ def read_study_files(files: Iterable[RawFile], report: Reporter) -> tuple[Tables
         if match["gap"]:
             read_gap_exchange(raw.path, raw.key, study, gap)
         elif is_data_dict(pheno):
-            read_data_dict(raw.path, raw.key, study, tables)
+            read_data_dict(raw.path, raw.key, study, tables, set_aside_in(ctx, raw.key))
         elif is_var_report(pheno):
-            read_var_report(raw.path, raw.key, study, tables)
+            read_var_report(raw.path, raw.key, study, tables, set_aside_in(ctx, raw.key))
     for dataset in tables.datasets + tables.report_datasets:
         if dataset["text_encoding"] != UTF8:
-            report(f"{dataset['source_file']}: declared UTF-8, read as {dataset['text_encoding']}")
+            ctx.report(
+                f"{dataset['source_file']}: declared UTF-8, read as {dataset['text_encoding']}"
+            )
     return tables, gap
 
 

@@ -7,6 +7,7 @@ studies holds Arrow columns rather than millions of Python dicts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,8 @@ from metabundle.errors import SchemaError
 from metabundle.schemas import arrow_schema, get_table
 
 Row = dict[str, Any]
+SetAside = Callable[[str, int | None], None]
+"""Quarantines one malformed record of the file being read: (reason, line or None)."""
 
 COMPUTED: dict[str, tuple[str, ...]] = {
     "dbgap_study": (

@@ -14,21 +14,29 @@ Ancestry (computed) (``European (990), African (34)``), NIH Institute, Study Con
 (``CODE --- Name, CODE --- Name``), Release Date, Embargo Release Date (ISO dates),
 Related Terms and Collections (``;``-separated). Text carries HTML entities
 (``Women&#39;s``) and line-wrap runs of spaces; both are cleaned here.
+
+A record is one study's row. A malformed record (more or fewer cells than the header,
+an accession that is not ``phs….v….p…``, a date that is not ``YYYY-MM-DD``) is set
+aside through ``set_aside`` with its line, and every other study loads. The *file* is
+bad, and fails naming its line, when its header lacks a column, its CSV does not parse
+(a quote left open), a study is listed twice, or its last record is malformed and the
+file ends inside it without a line break (a download cut short).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TypeVar
 
 from metabundle.errors import ParseError
 from metabundle.sources.dbgap.accessions import StudyVersion
-from metabundle.sources.dbgap.rows import Row
+from metabundle.sources.dbgap.rows import Row, SetAside
 from metabundle.sources.dbgap.text import clean
 from metabundle.sources.dbgap.xmlread import SOURCE
 
@@ -62,63 +70,112 @@ SEMICOLON_RE = re.compile(r"\s*;\s*")
 COUNT_RE = re.compile(r"(\d+)\s+(.+)")
 ANCESTRY_RE = re.compile(r"\s*([^,()]+?)\s*\((\d+)\)")
 T = TypeVar("T")
+LINE_BREAKS = ("\n", "\r")
 ACRONYM_RE = re.compile(r"\(([A-Za-z][A-Za-z0-9&/+.-]{2,29})\)")
 
 
-def read_studies_csv(path: Path, name: str) -> dict[str, Row]:
-    """Study base → the cleaned row of its current version; malformed rows fail with
-    their line number."""
-    return _read(path, name, _study_row)
+class BadRecord(ValueError):
+    """One record of the export is malformed; the message is the reason."""
+
+
+def read_studies_csv(path: Path, name: str, set_aside: SetAside) -> dict[str, Row]:
+    """Study base → the cleaned row of its current version; malformed records are set
+    aside with their line."""
+    return _read(path, name, _study_row, set_aside)
 
 
 def export_versions(path: Path, name: str) -> dict[str, tuple[StudyVersion, date | None]]:
-    """Study base → (current version, release date): the little the fetch step needs."""
-    return _read(path, name, _version_and_release)
+    """Study base → (current version, release date): the little the fetch step needs.
+    Malformed records are skipped here; the parse step quarantines them."""
+    return _read(path, name, _version_and_release, lambda _reason, _line: None)
 
 
-def _read(path: Path, name: str, convert: Callable[[dict[str, str], str, int], T]) -> dict[str, T]:
-    """Each record of the export converted, by study base; a base listed twice, a bad
-    header or bad CSV is an error naming the line."""
-    studies: dict[str, T] = {}
+def _read(
+    path: Path, name: str, convert: Callable[[dict[str, str]], T], set_aside: SetAside
+) -> dict[str, T]:
+    """Each good record of the export converted, by study base (see the module
+    docstring for what is set aside and what fails the file)."""
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            _check_header(reader.fieldnames, name)
-            for record in reader:
-                base = _study(record, name, reader.line_num).base
-                if base in studies:
-                    raise ParseError(SOURCE, name, f"{base} is listed twice", line=reader.line_num)
-                studies[base] = convert(record, name, reader.line_num)
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise ParseError(SOURCE, name, f"not UTF-8 text ({error.reason})") from None
+    studies: dict[str, T] = {}
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = _check_header(next(reader, None), name)
+        for line, cells, last in _records(reader, lambda: reader.line_num):
+            try:
+                record = _record(header, cells)
+                base, value = _study(record).base, convert(record)
+            except BadRecord as bad:
+                if last and not text.endswith(LINE_BREAKS):
+                    reason = f"the file ends inside its last record, which is cut short ({bad})"
+                    raise ParseError(SOURCE, name, reason, line=line) from None
+                set_aside(str(bad), line)
+                continue
+            if base in studies:
+                raise ParseError(SOURCE, name, f"{base} is listed twice", line=line)
+            studies[base] = value
     except csv.Error as error:
-        raise ParseError(SOURCE, name, f"malformed CSV ({error})") from None
+        reason = _csv_problem(error, text, reader.line_num)
+        raise ParseError(SOURCE, name, reason, line=reader.line_num) from None
     if not studies:
         raise ParseError(SOURCE, name, "the export lists no studies")
     return studies
 
 
-def _check_header(fields: list[str] | None, name: str) -> None:
+def _csv_problem(error: csv.Error, text: str, line: int) -> str:
+    """Why the CSV does not parse; an error on the last line means the file ends inside
+    a quoted value (cut short, or a quote opened earlier never closed)."""
+    lines = text.count("\n") + (not text.endswith("\n"))
+    if line >= lines:
+        return f"malformed CSV: the file ends inside a quoted value, cut short ({error})"
+    return f"malformed CSV ({error})"
+
+
+def _check_header(fields: list[str] | None, name: str) -> list[str]:
     missing = [column for column in COLUMNS if column not in (fields or [])]
     if missing:
         raise ParseError(SOURCE, name, f"column {missing[0]!r} is missing", line=1)
+    return fields or []
 
 
-def _study(record: dict[str, str], name: str, line: int) -> StudyVersion:
-    study = StudyVersion.parse(record["accession"] or "")
+def _records(
+    reader: Iterator[list[str]], lines: Callable[[], int]
+) -> Iterator[tuple[int, list[str], bool]]:
+    """(line, cells, is_last) of each non-blank record; ``lines()`` is the reader's
+    line count, read as each record ends."""
+    previous: tuple[int, list[str]] | None = None
+    for cells in reader:
+        if not cells:
+            continue
+        if previous is not None:
+            yield (*previous, False)
+        previous = (lines(), cells)
+    if previous is not None:
+        yield (*previous, True)
+
+
+def _record(header: Sequence[str], cells: list[str]) -> dict[str, str]:
+    """The record's cells by column; :class:`BadRecord` unless it has one per column."""
+    if len(cells) != len(header):
+        raise BadRecord(f"the record has {len(cells)} cells, the header {len(header)}")
+    return dict(zip(header, cells, strict=True))
+
+
+def _study(record: dict[str, str]) -> StudyVersion:
+    study = StudyVersion.parse(record["accession"])
     if study is None:
-        raise ParseError(SOURCE, name, f"accession {record['accession']!r} is invalid", line=line)
+        raise BadRecord(f"accession {record['accession']!r} is invalid")
     return study
 
 
-def _version_and_release(
-    record: dict[str, str], name: str, line: int
-) -> tuple[StudyVersion, date | None]:
-    return _study(record, name, line), _date(record["Release Date"], "Release Date", name, line)
+def _version_and_release(record: dict[str, str]) -> tuple[StudyVersion, date | None]:
+    return _study(record), _date(record["Release Date"], "Release Date")
 
 
-def _study_row(record: dict[str, str], name: str, line: int) -> Row:
-    study = _study(record, name, line)
+def _study_row(record: dict[str, str]) -> Row:
+    study = _study(record)
     parent = _named_accession(record["Parent study"])
     consents = CONSENT_SPLIT_RE.split(record["Study Consent"])
     counts = _content_counts(record["Study Content"])
@@ -142,10 +199,8 @@ def _study_row(record: dict[str, str], name: str, line: int) -> Row:
         "ancestry": _ancestry(record["Ancestry (computed)"]),
         "nih_institute": _value(record["NIH Institute"]),
         "consent_groups": [c for c in (clean(part) for part in consents) if c],
-        "release_date": _date(record["Release Date"], "Release Date", name, line),
-        "embargo_release_date": _date(
-            record["Embargo Release Date"], "Embargo Release Date", name, line
-        ),
+        "release_date": _date(record["Release Date"], "Release Date"),
+        "embargo_release_date": _date(record["Embargo Release Date"], "Embargo Release Date"),
         "related_terms": _split(record["Related Terms"], ";"),
         "collections": collections,
         "collection_accessions": [
@@ -195,16 +250,14 @@ def _ancestry(text: str | None) -> str | None:
     return json.dumps(groups, sort_keys=True) if groups else None
 
 
-def _date(text: str | None, column: str, name: str, line: int) -> date | None:
-    value = (text or "").strip()
+def _date(text: str, column: str) -> date | None:
+    value = text.strip()
     if not value:
         return None
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise ParseError(
-            SOURCE, name, f"{column} {value!r} is not a YYYY-MM-DD date", line=line
-        ) from None
+        raise BadRecord(f"{column} {value!r} is not a YYYY-MM-DD date") from None
 
 
 def acronyms(name: str | None) -> list[str]:

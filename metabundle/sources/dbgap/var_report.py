@@ -8,6 +8,11 @@ group whose id ends in ``.c<N>``. Each has ``<total>`` with an optional
 ``<stat n nulls mean sd median min max mean_count median_count min_count max_count>``
 and the value counts: ``<enum [code] count>label</enum>`` (enumerated values) and
 ``<example count>value</example>`` (most frequent values of other variables).
+
+A record is one ``<variable>`` element: one without an ``id`` or ``var_name``, with an
+id that is not a ``phv`` accession, without ``<total><stats><stat>`` or with a count
+or statistic that is not a number is set aside (quarantined) with its line, and the
+report's other variables load; XML that does not parse fails the whole file.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ from pathlib import Path
 from metabundle.errors import ParseError
 from metabundle.sources.dbgap.accessions import StudyVersion
 from metabundle.sources.dbgap.datasets import DatasetRef, file_name, parse_date, require
-from metabundle.sources.dbgap.rows import Row, Tables
+from metabundle.sources.dbgap.rows import Row, SetAside, Tables
 from metabundle.sources.dbgap.text import collapse
-from metabundle.sources.dbgap.xmlread import SOURCE, children, read_xml, text_of
+from metabundle.sources.dbgap.xmlread import SOURCE, ElementLines, children, read_xml, text_of
 
 VARIABLE_ID_RE = re.compile(r"(phv\d+\.v\d+)(?:\.p\d+)?(?:\.c(\d+))?")
 TOTAL = "total"
@@ -30,9 +35,12 @@ INT_STATS = ("n", "nulls", "min_count", "max_count")
 COUNT_KINDS = ("enum", "example")
 
 
-def read_var_report(path: Path, name: str, study: StudyVersion, tables: Tables) -> None:
+def read_var_report(
+    path: Path, name: str, study: StudyVersion, tables: Tables, set_aside: SetAside
+) -> None:
     """Append the statistics and value counts of variable report ``path``, and the
-    dataset and variables it describes (used where no data dictionary exists)."""
+    dataset and variables it describes (used where no data dictionary exists); a
+    malformed variable goes to ``set_aside``."""
     document = read_xml(path, name)
     root = document.root
     if root.tag != "data_table":
@@ -51,13 +59,20 @@ def read_var_report(path: Path, name: str, study: StudyVersion, tables: Tables) 
     study_name = collapse(root.get("study_name"))
     if study_name:
         tables.study_names[study.accession] = study_name
-    for element in children(root, "variable"):
-        accession, consent = _split_variable_id(require(element, "id", name), name)
-        variable = dataset.variable(accession, name, **_variable_fields(element, name))
+    lines = ElementLines(path, document.encoding, "variable")
+    for index, element in enumerate(children(root, "variable")):
+        try:
+            accession, consent = _split_variable_id(require(element, "id", name), name)
+            variable = dataset.variable(accession, name, **_variable_fields(element, name))
+            stat = _stat_row(element, variable, consent, name)
+            counts = _count_rows(element, variable, consent, name)
+        except ParseError as malformed:
+            set_aside(malformed.reason, lines.line(index))
+            continue
         if consent == TOTAL:
             tables.report_variables.append(variable)
-        tables.stats.append(_stat_row(element, variable, consent, name))
-        tables.value_counts.extend(_count_rows(element, variable, consent, name))
+        tables.stats.append(stat)
+        tables.value_counts.extend(counts)
 
 
 def _split_variable_id(value: str, name: str) -> tuple[str, str]:
@@ -132,8 +147,8 @@ def _stat_keys(variable: Row, consent: str) -> Row:
 def _number(
     element: ET.Element, attribute: str, kind: type[int] | type[float], name: str
 ) -> int | float | None:
-    """A numeric attribute; blank is ``None``, anything else that is not a number is
-    an error naming the file."""
+    """A numeric attribute; blank is ``None``, anything else that is not a number is a
+    :class:`ParseError` (the variable it belongs to is then set aside)."""
     value = (element.get(attribute) or "").strip()
     if not value:
         return None

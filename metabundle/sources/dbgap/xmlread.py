@@ -10,6 +10,10 @@ One repair is made, because the real FTP tree needs it: a file that declares UTF
 but holds Windows-1252 bytes (``phs000218.v23`` ``TARGET_NBL_Subject_Phenotypes``
 has a bare ``0xAE`` for ®) is decoded as Windows-1252 and parsed again; callers are
 told which encoding was used.
+
+ElementTree keeps no positions, so :class:`ElementLines` finds the line of a record
+element (a ``<variable>`` set aside as malformed) with a second, expat-only pass over
+the file, made only when one is needed.
 """
 
 from __future__ import annotations
@@ -17,8 +21,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from xml.parsers import expat
 
 from metabundle.errors import ParseError
 from metabundle.sources.dbgap.text import collapse
@@ -83,3 +88,41 @@ def text_of(element: ET.Element | None) -> str | None:
 def children(element: ET.Element, tag: str) -> Iterator[ET.Element]:
     """Direct children named ``tag``, in document order."""
     return (child for child in element if child.tag == tag)
+
+
+@dataclass
+class ElementLines:
+    """The line of each ``<tag>`` child of the root of a file read with ``encoding``,
+    in document order; the file is scanned on the first :meth:`line` call."""
+
+    path: Path
+    encoding: str
+    tag: str
+    _lines: list[int] | None = field(default=None, init=False)
+
+    def line(self, index: int) -> int | None:
+        """The line of the ``index``-th (from 0) such child, or None past the last."""
+        if self._lines is None:
+            self._lines = self._scan()
+        return self._lines[index] if index < len(self._lines) else None
+
+    def _scan(self) -> list[int]:
+        parser = expat.ParserCreate()
+        lines: list[int] = []
+        depth = 0
+
+        def start(name: str, _attributes: dict[str, str]) -> None:
+            nonlocal depth
+            depth += 1
+            if depth == 2 and name == self.tag:
+                lines.append(parser.CurrentLineNumber)
+
+        def end(_name: str) -> None:
+            nonlocal depth
+            depth -= 1
+
+        parser.StartElementHandler = start
+        parser.EndElementHandler = end
+        data = self.path.read_bytes()
+        parser.Parse(data if self.encoding == UTF8 else data.decode(self.encoding, "replace"), True)
+        return lines

@@ -56,6 +56,7 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    version="2",  # 2: malformed records are quarantined
 )
 
 __all__ = ["SOURCE"]

@@ -9,8 +9,9 @@ line decides which dialect a file is in.
 Expected columns, types and required values come from the table registry
 (:mod:`metabundle.schemas.omop`): a column's header is its name in upper case, and a
 ``nullable=False`` column must have a value. A required text column left empty is read
-as an empty string; a required id, number or date left empty is an error. Columns the
-CDM does not know are ignored; their order in the file does not matter.
+as an empty string; a required id, number or date left empty makes the record
+malformed. Columns the CDM does not know are ignored; their order in the file does not
+matter.
 
 Two quirks of real files are accepted: a UTF-8 byte order mark, and a placeholder
 header of generated names (``COLUMN0``, ``COLUMN1``, ...) followed by the real header
@@ -19,8 +20,13 @@ behind (the mirror's ``eunomia_gibleed/CONCEPT_CLASS.csv``). Integer columns acc
 ``123.0`` (written by exporters that went through floating point); note that DuckDB
 rounds other decimals in integer columns.
 
-Every problem raises :class:`ParseError` naming the file and, where DuckDB reports it,
-the line (counting the header as line 1).
+A malformed record (the wrong number of fields, a value that does not convert, a
+required value missing) is rejected by DuckDB's reader, which notes its line in a
+rejects table as it streams the file; :func:`set_aside_rejects` then quarantines each
+one (counting the header as line 1) and every other record loads. The *file* fails
+with a :class:`ParseError` naming it and the line when its header is wrong, a quote is
+never closed (it swallows the records after it), or a rejected record is its last line
+and the file ends inside it without a line break (an export cut short).
 """
 
 from __future__ import annotations
@@ -29,16 +35,26 @@ import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
 from metabundle.errors import ParseError
 from metabundle.schemas import Table, duckdb_type, quote_identifier
-from metabundle.schemas.model import ColumnType
 from metabundle.schemas.omop import OMOP_DRUG_STRENGTH, OMOP_TABLES
+from metabundle.sources.base import QUARANTINE_LIMIT
 
 SOURCE = "omop"
 PLACEHOLDER_HEADER = re.compile(r"COLUMN\d+")
+REJECTS = "omop_rejects"
+REJECT_SCANS = "omop_reject_scans"
+READ_CHUNK = 1 << 20
+
+
+class Quarantine(Protocol):
+    """Sets aside one malformed record of a file (``ParseContext.quarantine``)."""
+
+    def __call__(self, file: str, reason: str, *, line: int | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -53,6 +69,16 @@ class Dialect:
 
 ATHENA = Dialect("Athena (tab-separated)", "\t", "", "%Y%m%d")
 CDM_CSV = Dialect("CDM CSV (comma-separated)", ",", '"', "%Y-%m-%d")
+
+
+@dataclass(frozen=True)
+class FileInput:
+    """One vocabulary file on disk: where it is, how errors name it (its path or URL)
+    and its key in the snapshot (``archive:member`` for a zip member)."""
+
+    path: Path
+    label: str
+    key: str
 
 
 @dataclass(frozen=True)
@@ -134,9 +160,7 @@ def _read_csv_sql(path: Path, table: Table, header: Header) -> str:
             columns.append(f"{sql_literal(f'_unused_{index}')}: 'VARCHAR'")
         else:
             columns.append(f"{sql_literal(column.name)}: {sql_literal(duckdb_type(column, table))}")
-    keep_empty = [
-        sql_literal(c.name) for c in table.columns if not c.nullable and c.type is ColumnType.STRING
-    ]
+    required = [sql_literal(c.name) for c in table.columns if not c.nullable]
     dialect = header.dialect
     options = [
         sql_literal(str(path)),
@@ -146,33 +170,49 @@ def _read_csv_sql(path: Path, table: Table, header: Header) -> str:
         f"header=false, skip={header.data_line - 1}, auto_detect=false",
         f"columns={{{', '.join(columns)}}}",
         f"dateformat={sql_literal(dialect.date_format)}",
+        f"store_rejects=true, rejects_table={sql_literal(REJECTS)}",
+        f"rejects_scan={sql_literal(REJECT_SCANS)}",
+        f"rejects_limit={rejects_limit(len(header.columns))}",
     ]
-    if keep_empty:
-        options.append(f"force_not_null=[{', '.join(keep_empty)}]")
+    if required:
+        # An empty required cell is read as '' rather than NULL: text keeps it, and an
+        # id, number or date fails to convert, so the reader rejects the record.
+        options.append(f"force_not_null=[{', '.join(required)}]")
     return f"read_csv({', '.join(options)})"
 
 
-def _guarded(table: Table, name: str) -> str:
-    """The column, or an error when a required non-text value is missing."""
-    column = table.column(name)
-    ident = quote_identifier(name)
-    if column.nullable or column.type is ColumnType.STRING:
-        return ident
-    reason = f"a data row has no value in required column {name.upper()}"
-    failure = f"error({sql_literal(reason)})"
-    return f"CASE WHEN {ident} IS NULL THEN {failure} ELSE {ident} END AS {ident}"
+def rejects_limit(columns: int) -> int:
+    """How many errors the reader notes before it stops noting them (it still skips
+    the records). A record has at most one error per column plus one for its shape or
+    encoding, so reaching this limit means more than :data:`QUARANTINE_LIMIT` records,
+    which fails the file: what is noted below it is complete."""
+    return (QUARANTINE_LIMIT + 1) * (columns + 2)
 
 
 def typed_rows_sql(path: Path, table: Table, header: Header, export_rank: int) -> str:
-    """SQL selecting the file's rows typed as ``table`` plus the export's rank."""
-    selected = ", ".join(_guarded(table, c.name) for c in table.columns)
+    """SQL selecting the file's rows typed as ``table`` plus the export's rank; the
+    records it rejects are listed in :data:`REJECTS` (drop it before each read)."""
+    selected = ", ".join(quote_identifier(c.name) for c in table.columns)
     return f"SELECT {selected}, {export_rank} AS _export FROM {_read_csv_sql(path, table, header)}"
 
 
 _LINE = re.compile(r"CSV Error on Line: (\d+)")
-_CONVERSION = re.compile(r'Error when converting column "([^"]+)"\. (.+)')
+_CONVERSION = re.compile(r'Error when converting column "([^"]+)"\.(.*)')
 _COLUMNS = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
 _PREFIX = re.compile(r"^[A-Za-z ]*Error: ")
+
+
+def _reason(message: str, header: Header) -> str:
+    """DuckDB's description of a bad record as a short reason."""
+    if conversion := _CONVERSION.search(message):
+        column, detail = conversion.group(1).upper(), conversion.group(2).strip().rstrip(".")
+        return f"column {column}: {detail}" if detail else f"required column {column} is empty"
+    if counts := _COLUMNS.search(message):
+        return f"expected {counts.group(1)} {header.dialect.name} fields, found {counts.group(2)}"
+    if "unicode" in message.lower():
+        return "the text is not valid UTF-8"
+    first = message.splitlines()[0] if message else "unreadable"
+    return _PREFIX.sub("", first).rstrip(".")
 
 
 def parse_error(error: duckdb.Error, label: str, header: Header) -> ParseError:
@@ -180,16 +220,41 @@ def parse_error(error: duckdb.Error, label: str, header: Header) -> ParseError:
     message = str(error)
     line_match = _LINE.search(message)
     line = int(line_match.group(1)) if line_match else None
-    if conversion := _CONVERSION.search(message):
-        reason = f"column {conversion.group(1).upper()}: {conversion.group(2).rstrip('.')}"
-    elif counts := _COLUMNS.search(message):
-        reason = (
-            f"expected {counts.group(1)} {header.dialect.name} fields, found {counts.group(2)} "
-            "(a truncated or malformed row)"
-        )
-    elif "unicode" in message.lower():
-        reason = "the text is not valid UTF-8"
-    else:
-        first = message.splitlines()[0] if message else type(error).__name__
-        reason = _PREFIX.sub("", first).rstrip(".")
-    return ParseError(SOURCE, label, reason, line=line)
+    return ParseError(SOURCE, label, _reason(message, header), line=line)
+
+
+def set_aside_rejects(
+    con: duckdb.DuckDBPyConnection,
+    source: FileInput,
+    header: Header,
+    quarantine: Quarantine,
+) -> None:
+    """Quarantine each record the last read rejected (by its first error), unless the
+    rejects show the file itself is bad (see the module docstring)."""
+    rejects = [
+        (line, kind, _reason(message, header))
+        for line, kind, message in con.execute(
+            f"SELECT line, error_type, error_message FROM {REJECTS} "
+            "QUALIFY row_number() OVER (PARTITION BY line ORDER BY byte_position) = 1 "
+            "ORDER BY line"
+        ).fetchall()
+    ]
+    final = _final_line(source.path) if rejects else None
+    for line, kind, reason in rejects:
+        if line == final:
+            cut = f"the file ends inside its last record, which is cut short ({reason})"
+            raise ParseError(SOURCE, source.label, cut, line=line)
+        if kind == "UNQUOTED VALUE":
+            raise ParseError(SOURCE, source.label, f"a quote is never closed ({reason})", line=line)
+    for line, _kind, reason in rejects:
+        quarantine(source.key, reason, line=line)
+
+
+def _final_line(path: Path) -> int | None:
+    """The number of the file's last line when no line break ends it, else None."""
+    breaks, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(READ_CHUNK):
+            breaks += chunk.count(b"\n")
+            last = chunk[-1:]
+    return None if last == b"\n" else breaks + 1

@@ -38,6 +38,8 @@ EUNOMIA_COMMIT = "295140996a80db2c69a7f5f5b72ff9f3943b6b65"
 EUNOMIA_BASE = (
     f"https://raw.githubusercontent.com/OHDSI/Eunomia/{EUNOMIA_COMMIT}/EunomiaCdms/csv/cdm"
 )
+ZIP_SIGNATURE = b"PK\x03\x04"
+"""The first bytes of a zip (its first local file header)."""
 NO_EXPORT = (
     "The full OMOP vocabularies have no public download: get an export from "
     "https://athena.ohdsi.org (log in, choose vocabularies, download the zip) and pass "
@@ -131,6 +133,23 @@ def _zip_export(ctx: FetchContext, index: int, path: Path) -> Export:
     return Export(path.stem, files, archive=key, release=release)
 
 
+def _starts_like_a_zip(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(len(ZIP_SIGNATURE)) == ZIP_SIGNATURE
+
+
+def _truncated_zip(path: Path) -> ParseError:
+    """A zip that begins like one but lacks the end-of-central-directory record that
+    closes every complete zip: it was cut short (a partial download)."""
+    size = path.stat().st_size
+    return ParseError(
+        SOURCE,
+        str(path),
+        f"the zip file is truncated: it ends at byte {size:,} without the "
+        "end-of-central-directory record that closes a complete zip",
+    )
+
+
 def local_exports(ctx: FetchContext, paths: tuple[str, ...]) -> list[Export]:
     """Exports named with ``--omop-vocab``: folders or Athena zips, in the given order."""
     exports = []
@@ -140,6 +159,8 @@ def local_exports(ctx: FetchContext, paths: tuple[str, ...]) -> list[Export]:
             exports.append(_folder_export(ctx, index, path))
         elif path.is_file() and zipfile.is_zipfile(path):
             exports.append(_zip_export(ctx, index, path))
+        elif path.is_file() and _starts_like_a_zip(path):
+            raise _truncated_zip(path)
         else:
             raise ConfigError(
                 f"--omop-vocab {value} is neither a folder nor a zip file of an Athena export"

@@ -2,7 +2,7 @@
 
 Each table file of each export is read once by DuckDB's CSV reader with explicit
 types (:mod:`.athena`) and written to a Parquet part in a scratch folder, so that a
-bad row is reported against the one file it is in. Zip members are extracted one at
+bad row is reported (or quarantined) against the one file it is in. Zip members are extracted one at
 a time next to the parts and deleted as soon as they are read. The parts of a table
 are then merged and handed to ``ctx.write``, which sorts by the key and writes the
 staged Parquet file; the scratch folder is removed at the end.
@@ -32,12 +32,16 @@ from metabundle.errors import ParseError
 from metabundle.schemas import Table, duckdb_type, quote_identifier
 from metabundle.sources.base import ParseContext, RawFile
 from metabundle.sources.omop.athena import (
+    REJECT_SCANS,
+    REJECTS,
     SOURCE,
     TABLE_FILES,
+    FileInput,
     TableFile,
     check_columns,
     parse_error,
     read_header,
+    set_aside_rejects,
     sql_literal,
     typed_rows_sql,
 )
@@ -65,11 +69,11 @@ def _label(raw: RawFile) -> str:
 @contextmanager
 def _table_file(
     ctx: ParseContext, export: Export, file_name: str, scratch: Path
-) -> Iterator[tuple[Path, str]]:
-    """The path and label of one table file of an export, extracted if it is zipped."""
+) -> Iterator[FileInput]:
+    """One table file of an export, extracted if it is zipped."""
     if export.archive is None:
         raw = ctx.snapshot.file(export.files[file_name])
-        yield raw.path, _label(raw)
+        yield FileInput(raw.path, _label(raw), raw.key)
         return
     archive = ctx.snapshot.file(export.archive)
     member = export.files[file_name]
@@ -85,22 +89,24 @@ def _table_file(
     except (zipfile.BadZipFile, OSError) as error:
         raise ParseError(SOURCE, label, f"cannot extract it from the zip ({error})") from None
     try:
-        yield target, label
+        yield FileInput(target, label, f"{archive.key}:{member}")
     finally:
         target.unlink(missing_ok=True)
 
 
-def _stage_part(
-    con: duckdb.DuckDBPyConnection, table: Table, path: Path, label: str, rank: int, out: Path
-) -> int:
-    """Read one file typed as ``table`` into a Parquet part; its number of rows."""
-    header = read_header(path, label)
-    check_columns(table, header, label)
-    query = typed_rows_sql(path, table, header, rank)
+def _stage_part(ctx: ParseContext, table: Table, source: FileInput, rank: int, out: Path) -> int:
+    """Read one file typed as ``table`` into a Parquet part, quarantining the records
+    the reader rejects; the number of rows written."""
+    header = read_header(source.path, source.label)
+    check_columns(table, header, source.label)
+    query = typed_rows_sql(source.path, table, header, rank)
+    con = ctx.con
+    con.execute(f"DROP TABLE IF EXISTS {REJECTS}; DROP TABLE IF EXISTS {REJECT_SCANS}")
     try:
         con.execute(f"COPY ({query}) TO {sql_literal(str(out))} (FORMAT parquet)")
     except duckdb.Error as error:
-        raise parse_error(error, label, header) from None
+        raise parse_error(error, source.label, header) from None
+    set_aside_rejects(con, source, header, ctx.quarantine)
     return pq.ParquetFile(out).metadata.num_rows
 
 
@@ -142,8 +148,8 @@ def _ingest_table(
         if table_file.file_name not in export.files:
             continue
         out = scratch / f"{table.name}.{rank:04d}.parquet"
-        with _table_file(ctx, export, table_file.file_name, scratch) as (path, label):
-            rows_read += _stage_part(ctx.con, table, path, label, rank, out)
+        with _table_file(ctx, export, table_file.file_name, scratch) as source:
+            rows_read += _stage_part(ctx, table, source, rank, out)
         parts.append(out)
     staged = ctx.write(table.name, _merged(ctx.con, table, parts))
     for part in parts:

@@ -92,13 +92,14 @@ def _load_inputs(ctx: ParseContext) -> bool:
             load.table,
             [file],
             load.schema.columns,
+            ctx.quarantine,
             required=load.not_empty,
             unique=load.unique,
         )
         has_titles = has_titles or load.schema is CATEGORIES
-    load_legacy(con, _optional(ctx, LEGACY_KEY))
+    load_legacy(ctx, _optional(ctx, LEGACY_KEY))
     legacy_titles_table(con)
-    load_codings(con, groups)
+    load_codings(ctx, groups)
     return has_titles
 
 
@@ -148,4 +149,5 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    version="2",  # 2: malformed records are quarantined
 )

@@ -1,10 +1,15 @@
 """Encodings (schema 2) and the values of the downloaded codings (``codown.cgi``).
 
 A coding file is flat (``coding, meaning``) or a tree (``coding, meaning, node_id,
-parent_id, selectable``); its header says which. Tree codings must be proper trees:
-node ids unique within the coding, every parent a node of the same coding (0 marks the
-top level and is stored as null) and every node reachable from the top; ``selectable``
-is ``Y`` or ``N``. A violation is an error naming the file and line.
+parent_id, selectable``); its header says which. A record is one line: a line with an
+empty coding value, or in a tree an empty ``node_id`` or a ``selectable`` other than
+``Y`` or ``N``, is quarantined like one that does not split or cast (see :mod:`.tsv`).
+
+Tree codings must be proper trees: node ids unique within the coding, every parent a
+node of the same coding (0 marks the top level and is stored as null) and every node
+reachable from the top. A violation is an error naming the file and line, except in a
+file with quarantined lines: there the nodes cut off from the top (below a set-aside
+node) are quarantined too, each counted.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from metabundle.sources.base import RawSnapshot
+from metabundle.sources.base import ParseContext, RawSnapshot
 from metabundle.sources.ukb.files import (
     ENCODING_URL,
     FLAT_CODING_COLUMNS,
@@ -23,6 +28,7 @@ from metabundle.sources.ukb.files import (
     coding_id_of,
 )
 from metabundle.sources.ukb.tsv import (
+    Rule,
     TsvFile,
     fail_on_first,
     load_tsv,
@@ -31,6 +37,12 @@ from metabundle.sources.ukb.tsv import (
     sql_literal,
 )
 
+TREE_RULES = (
+    Rule(
+        "coalesce(selectable, '') NOT IN ('Y', 'N')",
+        "'selectable is ' || coalesce(selectable, '(empty)') || ', not Y or N'",
+    ),
+)
 ROW_COLUMNS = (
     "encoding_id INTEGER, file VARCHAR, line INTEGER, is_tree BOOLEAN, value VARCHAR, "
     "meaning VARCHAR, node_id INTEGER, parent_id INTEGER, selectable VARCHAR"
@@ -70,22 +82,33 @@ def coding_groups(files: Sequence[tuple[int, TsvFile]]) -> list[CodingGroup]:
     return [CodingGroup(_is_tree(header), tuple(group)) for header, group in sorted(groups.items())]
 
 
-def load_codings(con: duckdb.DuckDBPyConnection, groups: Sequence[CodingGroup]) -> None:
-    """Temp table ``coding_raw`` with every value of every coding file, validated."""
+def load_codings(ctx: ParseContext, groups: Sequence[CodingGroup]) -> None:
+    """Temp table ``coding_raw`` with every good value of every coding file, and
+    ``coding_depth`` with the depth of every tree node."""
+    con = ctx.con
     con.execute(f"CREATE OR REPLACE TEMP TABLE coding_rows ({ROW_COLUMNS})")
     for number, group in enumerate(groups):
-        _insert_group(con, f"coding_part_{number}", group)
+        _insert_group(ctx, f"coding_part_{number}", group)
     con.execute(
         "CREATE OR REPLACE TEMP TABLE coding_raw AS "
         "SELECT * FROM coding_rows ORDER BY encoding_id, line"
     )
-    _validate(con)
+    fail_on_first(con, REPEATED_NODE)
+    _walk_trees(con)
+    _set_aside_cut_off(ctx)
+    fail_on_first(con, STRAY_PARENT)
+    fail_on_first(con, CYCLE)
 
 
-def _insert_group(con: duckdb.DuckDBPyConnection, table: str, group: CodingGroup) -> None:
+def _insert_group(ctx: ParseContext, table: str, group: CodingGroup) -> None:
     """Read coding files that share a header into ``coding_rows``."""
-    columns = TREE_CODING_COLUMNS if group.is_tree else FLAT_CODING_COLUMNS
-    load_tsv(con, table, [file for _, file in group.files], columns)
+    con = ctx.con
+    files = [file for _, file in group.files]
+    if group.is_tree:
+        columns, required, rules = TREE_CODING_COLUMNS, ("coding", "node_id"), TREE_RULES
+    else:
+        columns, required, rules = FLAT_CODING_COLUMNS, ("coding",), ()
+    load_tsv(con, table, files, columns, ctx.quarantine, required=required, rules=rules)
     ids = ", ".join(f"({sql_literal(file.key)}, {i})" for i, file in group.files)
     tree = "node_id, nullif(parent_id, 0), selectable" if group.is_tree else "NULL, NULL, NULL"
     con.execute(
@@ -96,31 +119,31 @@ def _insert_group(con: duckdb.DuckDBPyConnection, table: str, group: CodingGroup
     con.execute(f"DROP TABLE {table}")
 
 
-CHECKS = (
-    "SELECT file, line, 'the coding value is empty' FROM coding_raw WHERE value IS NULL",
-    "SELECT file, line, 'selectable is ' || coalesce(selectable, '(empty)') "
-    "|| ', not Y or N' FROM coding_raw "
-    "WHERE is_tree AND coalesce(selectable, '') NOT IN ('Y', 'N')",
-    "SELECT file, line, 'node_id ' || coalesce(CAST(node_id AS VARCHAR), '(empty)') "
-    "|| ' is empty or repeated' FROM (SELECT *, "
+REPEATED_NODE = (
+    "SELECT file, line, 'node_id ' || node_id || ' is repeated' FROM (SELECT *, "
     "count(*) OVER (PARTITION BY encoding_id, node_id) AS n FROM coding_raw) "
-    "WHERE is_tree AND (node_id IS NULL OR n > 1)",
+    "WHERE node_id IS NOT NULL AND n > 1"
+)
+CUT_OFF = (
+    "FROM coding_raw AS c WHERE node_id IS NOT NULL AND NOT EXISTS ("
+    "SELECT 1 FROM coding_depth AS d "
+    "WHERE d.encoding_id = c.encoding_id AND d.node_id = c.node_id)"
+)
+"""The tree nodes that the walk down from the top does not reach."""
+STRAY_PARENT = (
     "SELECT file, line, 'parent_id ' || parent_id || ' is not a node of this coding' "
     "FROM coding_raw AS c WHERE parent_id IS NOT NULL AND NOT EXISTS ("
     "SELECT 1 FROM coding_raw AS p "
-    "WHERE p.encoding_id = c.encoding_id AND p.node_id = c.parent_id)",
+    "WHERE p.encoding_id = c.encoding_id AND p.node_id = c.parent_id)"
 )
-"""Each check lists (file, line, reason) of the rows that break a rule of coding files."""
+CYCLE = (
+    "SELECT file, line, 'node ' || node_id || ' is not reachable from the top of the "
+    f"tree (a parent cycle)' {CUT_OFF}"
+)
 
 
-def _validate(con: duckdb.DuckDBPyConnection) -> None:
-    """Fail on the first empty value, bad flag, repeated node or stray parent."""
-    for check in CHECKS:
-        fail_on_first(con, check)
-
-
-def value_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-    """``ukb_encoding_value`` rows: keys, depths in the tree and URLs."""
+def _walk_trees(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table ``coding_depth``: each node reachable from the top, with its depth."""
     con.execute(
         """
         CREATE OR REPLACE TEMP TABLE coding_depth AS
@@ -135,13 +158,30 @@ def value_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
         SELECT * FROM walk
         """
     )
-    fail_on_first(
-        con,
-        "SELECT file, line, 'node ' || node_id || ' is not reachable from the top of the "
-        "tree (a parent cycle)' FROM coding_raw AS c WHERE node_id IS NOT NULL "
-        "AND NOT EXISTS (SELECT 1 FROM coding_depth AS d "
-        "WHERE d.encoding_id = c.encoding_id AND d.node_id = c.node_id)",
-    )
+
+
+def _set_aside_cut_off(ctx: ParseContext) -> None:
+    """Quarantine and delete the nodes cut off from the top of their tree in files
+    that already had lines quarantined (a set-aside node takes its subtree with it)."""
+    files = [file for file in ctx.quarantined if coding_id_of(file) is not None]
+    if not files:
+        return
+    keys = ", ".join(sql_literal(file) for file in files)
+    where = f"{CUT_OFF} AND file IN ({keys})"
+    cut_off = ctx.con.execute(
+        f"SELECT file, line, node_id, parent_id {where} ORDER BY file, line"
+    ).fetchall()
+    for file, line, node, parent in cut_off:
+        reason = (
+            f"node {node} is cut off from the tree: its parent {parent} was set aside or is missing"
+        )
+        ctx.quarantine(file, reason, line=line)
+    if cut_off:
+        ctx.con.execute(f"DELETE {where}")
+
+
+def value_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """``ukb_encoding_value`` rows: keys, depths in the tree and URLs."""
     return con.sql(
         f"""
         SELECT c.encoding_id,

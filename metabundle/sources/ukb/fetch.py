@@ -29,7 +29,13 @@ from metabundle.sources.ukb.files import (
     coding_key,
     coding_url,
 )
-from metabundle.sources.ukb.tsv import TsvFile, load_tsv, read_header, require_columns
+from metabundle.sources.ukb.tsv import (
+    TsvFile,
+    load_tsv,
+    read_header,
+    require_columns,
+    skip_record,
+)
 
 ABSENT_REASONS = ("HTTP 404", "HTTP 410", "no such file")
 
@@ -52,7 +58,7 @@ def referenced_codings(fields: RawFile) -> tuple[list[int], str | None]:
     require_columns(file, read_header(file), list(FIELDS.columns))
     wanted = {name: FIELDS.columns[name] for name in ("encoding_id", "version")}
     with connect() as con:
-        load_tsv(con, "fields", [file], wanted)
+        load_tsv(con, "fields", [file], wanted, skip_record)
         ids = con.execute(
             "SELECT DISTINCT encoding_id FROM fields WHERE encoding_id <> 0 ORDER BY 1"
         ).fetchall()

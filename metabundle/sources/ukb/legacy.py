@@ -4,21 +4,29 @@ A comma-separated file with quoted text, one row per field as it was when the fi
 last published. We read four columns: ``FieldID``, ``Field`` (the title then),
 ``Category`` (the field's category id) and ``Path`` (the titles from the top of the
 category tree down to that category, separated by ``' > '``).
+
+A record that DuckDB's CSV reader rejects (the wrong number of cells, an id that is not
+an integer) is quarantined with its line, and the other records load. The file fails
+when a quote is left open (it swallows the records after it) or when the rejected
+record is the last one and the file ends inside it (a download cut short).
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Mapping
+from pathlib import Path
 
 import duckdb
 
 from metabundle.errors import ParseError
+from metabundle.sources.base import QUARANTINE_LIMIT, ParseContext
 from metabundle.sources.ukb.categories import SEPARATOR
 from metabundle.sources.ukb.files import LEGACY_COLUMNS
 from metabundle.sources.ukb.tsv import SOURCE, TsvFile, require_columns
 
 INTEGER_COLUMNS = ("FieldID", "Category")
+READ_CHUNK = 1 << 20
 
 
 def _header(file: TsvFile) -> list[str]:
@@ -29,8 +37,9 @@ def _header(file: TsvFile) -> list[str]:
     return header
 
 
-def load_legacy(con: duckdb.DuckDBPyConnection, file: TsvFile | None) -> None:
+def load_legacy(ctx: ParseContext, file: TsvFile | None) -> None:
     """Temp table ``legacy`` (field_id, title, category_id, path); empty without a file."""
+    con = ctx.con
     con.execute(
         "CREATE OR REPLACE TEMP TABLE legacy "
         "(field_id INTEGER, title VARCHAR, category_id INTEGER, path VARCHAR)"
@@ -47,16 +56,51 @@ def load_legacy(con: duckdb.DuckDBPyConnection, file: TsvFile | None) -> None:
         SELECT FieldID, nullif(trim(Field), ''), Category, nullif(trim(Path), '')
         FROM read_csv(?, header = true, delim = ',', quote = '"', columns = {spec},
                       store_rejects = true, rejects_table = 'legacy_rejects',
-                      rejects_scan = 'legacy_scans')
+                      rejects_scan = 'legacy_scans', rejects_limit = {rejects_limit(len(header))})
         """,
         [str(file.path)],
     )
-    rejects = con.execute(
-        "SELECT line, column_name, error_message FROM legacy_rejects ORDER BY line LIMIT 1"
-    ).fetchall()
-    if rejects:
-        line, column, message = rejects[0]
-        raise ParseError(SOURCE, file.key, f"column {column!r}: {message}", line=line)
+    _set_aside_rejects(ctx, file)
+
+
+def rejects_limit(columns: int) -> int:
+    """How many errors the reader notes before it stops noting them (it still skips
+    the records). A record has at most one error per column plus one for its shape or
+    encoding, so reaching this limit means more than :data:`QUARANTINE_LIMIT` records,
+    which fails the file: what is noted below it is complete."""
+    return (QUARANTINE_LIMIT + 1) * (columns + 2)
+
+
+def _set_aside_rejects(ctx: ParseContext, file: TsvFile) -> None:
+    """Quarantine each record the reader rejected (its first error), unless the
+    rejects say the file itself is bad."""
+    rejects = [
+        (line, kind, f"column {column!r}: {message}" if column else message)
+        for line, kind, column, message in ctx.con.execute(
+            "SELECT line, error_type, column_name, error_message FROM legacy_rejects "
+            "QUALIFY row_number() OVER (PARTITION BY line ORDER BY byte_position) = 1 "
+            "ORDER BY line"
+        ).fetchall()
+    ]
+    final = _final_line(file.path) if rejects else None
+    for line, kind, reason in rejects:
+        if line == final:
+            cut = f"the file ends inside its last record, which is cut short ({reason})"
+            raise ParseError(SOURCE, file.key, cut, line=line)
+        if kind == "UNQUOTED VALUE":
+            raise ParseError(SOURCE, file.key, f"a quote is never closed ({reason})", line=line)
+    for line, _kind, reason in rejects:
+        ctx.quarantine(file.key, reason, line=line)
+
+
+def _final_line(path: Path) -> int | None:
+    """The number of the file's last line when no line break ends it, else None."""
+    breaks, last = 0, b"\n"
+    with path.open("rb") as handle:
+        while chunk := handle.read(READ_CHUNK):
+            breaks += chunk.count(b"\n")
+            last = chunk[-1:]
+    return None if last == b"\n" else breaks + 1
 
 
 def leaf_paths(con: duckdb.DuckDBPyConnection) -> Mapping[int, tuple[str, ...]]:

@@ -3,10 +3,17 @@
 Showcase schema files (``scdown.cgi?fmt=txt``) and coding files (``codown.cgi``) are
 UTF-8, tab-separated, with a header line and no quoting at all (notes contain ``"``).
 DuckDB reads each file whole and splits it into lines, so every row keeps its exact
-line number (the header is line 1): errors name the file, the line and the column, and
-tables keep the published row order. Empty cells are nulls; a trailing ``\\r`` is
+line number (the header is line 1): problems name the file, the line and the column,
+and tables keep the published row order. Empty cells are nulls; a trailing ``\\r`` is
 dropped; blank lines are skipped. Columns a file has beyond the expected ones are
-ignored; a missing column is an error naming it.
+ignored.
+
+A bad *file* fails with a :class:`ParseError`: a missing column, a header that differs
+between files of one table, a repeated key, or a malformed last line that the file
+ends inside (no line break after it: a download cut short). A bad *record* (a line with
+the wrong number of cells, a value that does not cast, an empty required value, or one
+that breaks a rule of its table) is set aside (quarantined) and every other
+line loads; one scan finds them all, and only the first few per file reach Python.
 """
 
 from __future__ import annotations
@@ -14,13 +21,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import duckdb
 
 from metabundle.errors import ParseError
 from metabundle.schemas import quote_identifier
+from metabundle.sources.base import QUARANTINE_LIMIT
 
 SOURCE = "ukb"
+
+
+class Quarantine(Protocol):
+    """Sets aside one malformed record of a file (``ParseContext.quarantine``)."""
+
+    def __call__(self, file: str, reason: str, *, line: int | None = None) -> None: ...
+
+
+def skip_record(file: str, reason: str, *, line: int | None = None) -> None:
+    """A :class:`Quarantine` that drops the record: for the fetch step, which reads a
+    file only for what it must download; the parse step quarantines the record."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A check of one record: an SQL condition over the raw text cells that marks the
+    record malformed, and an SQL expression giving the reason."""
+
+    bad: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -62,15 +91,18 @@ def load_tsv(
     table: str,
     files: Sequence[TsvFile],
     columns: Mapping[str, str],
+    quarantine: Quarantine,
     *,
     required: Sequence[str] = (),
     unique: str | None = None,
+    rules: Sequence[Rule] = (),
 ) -> None:
     """Create temp table ``table`` from ``files`` that share one header.
 
     ``columns`` maps each expected column to its DuckDB type. The table has ``file``
-    (the key), ``line`` and the expected columns in that order. A ``required`` column
-    may not be empty; a ``unique`` column may not repeat a value.
+    (the key), ``line`` and the expected columns in that order. A line that does not
+    split or cast, whose ``required`` column is empty or that breaks one of ``rules``
+    goes to ``quarantine``; a ``unique`` column may not repeat a value.
     """
     if not files:
         raise ValueError(f"no files to load into {table}")
@@ -82,7 +114,8 @@ def load_tsv(
             raise ParseError(SOURCE, file.key, f"header differs from {files[0].key}", line=1)
     raw = f"__{table}_raw"
     _split_cells(con, raw, files, {name: header.index(name) + 1 for name in columns})
-    _check_cells(con, raw, len(header), columns)
+    problems = [*_cell_rules(len(header), columns), *_required_rules(required), *rules]
+    _set_aside(con, raw, problems, quarantine)
     selected = ", ".join(
         f"CAST({quote_identifier(name)} AS {sql_type}) AS {quote_identifier(name)}"
         for name, sql_type in columns.items()
@@ -92,11 +125,6 @@ def load_tsv(
         f"SELECT file, line, {selected} FROM {raw} ORDER BY file, line"
     )
     con.execute(f"DROP TABLE {raw}")
-    for name in required:
-        reason = sql_literal(f"column {name!r} is empty")
-        fail_on_first(
-            con, f"SELECT file, line, {reason} FROM {table} WHERE {quote_identifier(name)} IS NULL"
-        )
     if unique is not None:
         column = quote_identifier(unique)
         fail_on_first(
@@ -121,8 +149,9 @@ def _split_cells(
     files: Sequence[TsvFile],
     positions: Mapping[str, int],
 ) -> None:
-    """``table`` (file, line, width, one text column per wanted column): every
-    non-blank data line of ``files``, split at tabs."""
+    """``table`` (file, line, width, final, one text column per wanted column): every
+    non-blank data line of ``files``, split at tabs; ``final`` marks a last line that
+    the file ends inside (no line break follows it)."""
     keys = ", ".join(f"({sql_literal(str(f.path))}, {sql_literal(f.key)})" for f in files)
     paths = ", ".join(sql_literal(str(f.path)) for f in files)
     wanted = ", ".join(
@@ -139,16 +168,17 @@ def _split_cells(
                 FROM read_text([{paths}]) AS t JOIN keys AS k ON k.filename = t.filename
             ),
             numbered AS (
-                SELECT file, unnest(range(1, len(parts) + 1)) AS line, unnest(parts) AS text
+                SELECT file, unnest(range(1, len(parts) + 1)) AS line, unnest(parts) AS text,
+                       len(parts) AS last
                 FROM texts
             ),
             split AS (
-                SELECT file, CAST(line AS INTEGER) AS line,
+                SELECT file, CAST(line AS INTEGER) AS line, line = last AS final,
                        string_split(rtrim(text, chr(13)), chr(9)) AS cells
                 FROM numbered
                 WHERE line > 1 AND trim(text, chr(13) || ' ') <> ''
             )
-            SELECT file, line, len(cells) AS __width, {wanted} FROM split
+            SELECT file, line, final AS __final, len(cells) AS __width, {wanted} FROM split
             """
         )
     except duckdb.Error as error:
@@ -165,13 +195,11 @@ def _unreadable(files: Sequence[TsvFile], error: duckdb.Error) -> ParseError:
     return ParseError(SOURCE, files[0].key, f"unreadable: {error}")
 
 
-def _check_cells(
-    con: duckdb.DuckDBPyConnection, table: str, width: int, columns: Mapping[str, str]
-) -> None:
-    """Fail on the first line with the wrong number of cells or a value that does not
-    cast to its column's type (one scan for all columns)."""
-    wrong_width = f"__width <> {width}"
-    problems = [(wrong_width, f"'expected {width} tab-separated columns, found ' || __width")]
+def _cell_rules(width: int, columns: Mapping[str, str]) -> list[Rule]:
+    """A line must have ``width`` cells, and each typed cell must cast to its type."""
+    rules = [
+        Rule(f"__width <> {width}", f"'expected {width} tab-separated columns, found ' || __width")
+    ]
     for name, sql_type in columns.items():
         if sql_type == "VARCHAR":
             continue
@@ -180,7 +208,38 @@ def _check_cells(
         before = sql_literal(f"column {name!r} has '")
         after = sql_literal(f"', which is not {article} {sql_type.lower()}")
         bad = f"({cell} IS NOT NULL AND TRY_CAST({cell} AS {sql_type}) IS NULL)"
-        problems.append((bad, f"{before} || {cell} || {after}"))
-    reason = " ".join(f"WHEN {bad} THEN {message}" for bad, message in problems)
-    where = " OR ".join(bad for bad, _ in problems)
-    fail_on_first(con, f"SELECT file, line, CASE {reason} END FROM {table} WHERE {where}")
+        rules.append(Rule(bad, f"{before} || {cell} || {after}"))
+    return rules
+
+
+def _required_rules(required: Sequence[str]) -> list[Rule]:
+    """A ``required`` cell may not be empty."""
+    return [
+        Rule(f"{quote_identifier(name)} IS NULL", sql_literal(f"column {name!r} is empty"))
+        for name in required
+    ]
+
+
+def _set_aside(
+    con: duckdb.DuckDBPyConnection, table: str, rules: Sequence[Rule], quarantine: Quarantine
+) -> None:
+    """Quarantine and delete the lines of ``table`` that break a rule (one scan); a
+    broken line that its file ends inside fails the file as cut short."""
+    reason = " ".join(f"WHEN {rule.bad} THEN {rule.reason}" for rule in rules)
+    where = " OR ".join(f"({rule.bad})" for rule in rules)
+    broken = con.execute(
+        f"SELECT file, line, __final, CASE {reason} END FROM {table} WHERE {where} "
+        f"QUALIFY __final OR row_number() OVER (PARTITION BY file ORDER BY line) "
+        f"<= {QUARANTINE_LIMIT + 1} ORDER BY __final DESC, file, line"
+    ).fetchall()
+    for file, line, final, why in broken:
+        if final:
+            raise ParseError(
+                SOURCE,
+                file,
+                f"the file ends inside its last record, which is cut short ({why})",
+                line=line,
+            )
+        quarantine(file, why, line=line)
+    if broken:
+        con.execute(f"DELETE FROM {table} WHERE {where}")
