@@ -197,7 +197,7 @@ def build_ann_index(
     dtype: str = "f16",
     connectivity: int = 16,
     expansion_add: int = 128,
-    expansion_search: int = 64,
+    expansion_search: int = 128,
     seed: int = 100,
     threads: int = 1,
 ) -> None:

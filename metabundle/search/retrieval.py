@@ -4,9 +4,13 @@ The rules follow the QueryGaP retrieval contract:
 
 - exact identifiers and aliases resolve first (keyword and hybrid);
 - filters are applied before any candidate limit (as boolean masks over docnos);
-- ``hybrid`` fuses keyword and semantic candidates, by weights (scores normalized per
-  query) or by reciprocal rank; when query embeddings are unavailable it degrades to
-  keyword and says so, while an explicit ``semantic`` request fails instead;
+- ``hybrid`` fuses keyword and semantic candidates, by weights or by reciprocal rank.
+  Weighted fusion scales BM25 by the query's best score and, by default, cosine
+  min-max over the semantic candidates (cosines of one model bunch in a narrow band,
+  so raw cosine lets any keyword match outweigh the semantic ranking); the choice is
+  per source, by measurement (``benchmarks/README.md``). When query embeddings are
+  unavailable hybrid degrades to keyword and says so, while an explicit ``semantic``
+  request fails instead;
 - scores are retrieval signals, not calibrated probabilities.
 """
 
@@ -37,6 +41,7 @@ class Fusion:
     keyword_weight: float = 0.5
     semantic_weight: float = 0.5
     rrf_k: int = RRF_K
+    scale_semantic: bool = True  # weighted: cosine min-max per query, else raw cosine
 
     def describe(self) -> dict[str, Any]:
         if self.kind == "rrf":
@@ -45,6 +50,7 @@ class Fusion:
             "fusion": "weighted",
             "keyword": self.keyword_weight,
             "semantic": self.semantic_weight,
+            "semantic_scaling": "min_max" if self.scale_semantic else "raw_cosine",
         }
 
 
@@ -60,6 +66,7 @@ class Hit:
     keyword: float | None = None
     semantic: float | None = None
     exact: bool = False
+    semantic_scaled: float = 0.0  # cosine min-max scaled over the query's candidates
 
     def scores(self) -> dict[str, Any]:
         return {
@@ -175,13 +182,14 @@ def semantic_candidates(
     assert vectors is not None  # embed_query checked it
     hits: list[tuple[int, float]] = []
     for source, in_source in release.source_masks.items():
-        allowed = in_source if mask is None else in_source & mask
-        if not allowed.any():
+        allowed = None if mask is None else in_source & mask
+        if allowed is not None and not allowed.any():
             continue
         index = release.ann_index(source)
         if index is None:
             continue
-        keys, scores = filtered_search(index, vectors, vector, k, np.flatnonzero(allowed))
+        keys_allowed = None if allowed is None else np.flatnonzero(allowed)
+        keys, scores = filtered_search(index, vectors, vector, k, keys_allowed)
         hits += [(int(d), float(s)) for d, s in zip(keys, scores, strict=True)]
     hits.sort(key=lambda pair: (-pair[1], pair[0]))
     return hits[:k]
@@ -201,13 +209,25 @@ def _weighted(
     top = max((s for _, s in keyword), default=0.0) or 1.0
     for docno, score in keyword:
         hits[docno] = Hit(docno, keyword=score)
+    scaled = min_max(semantic)
     for docno, score in semantic:
-        hits.setdefault(docno, Hit(docno)).semantic = score
+        hit = hits.setdefault(docno, Hit(docno))
+        hit.semantic = score
+        hit.semantic_scaled = scaled[docno]
     for hit in hits.values():
         kw = (hit.keyword or 0.0) / top
-        sem = max(hit.semantic or 0.0, 0.0)
+        sem = hit.semantic_scaled if fusion.scale_semantic else max(hit.semantic or 0.0, 0.0)
         hit.score = fusion.keyword_weight * kw + fusion.semantic_weight * sem
     return hits
+
+
+def min_max(pairs: list[tuple[int, float]]) -> dict[int, float]:
+    """Scores scaled to 0..1 over the list (all 1.0 when they are equal)."""
+    if not pairs:
+        return {}
+    low = min(score for _, score in pairs)
+    span = max(score for _, score in pairs) - low
+    return {docno: (score - low) / span if span > 0 else 1.0 for docno, score in pairs}
 
 
 def _reciprocal_rank(

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +23,8 @@ from metabundle.search.services.aou_ranking import INTENT_BONUS, MAX_PER_TITLE
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
+from tests.support.evaluation import load_eval, ranking_metrics
 
-EVAL_FILE = Path(__file__).resolve().parents[1] / "eval" / "aou.jsonl"
 METHODS = ("keyword", "semantic", "hybrid")
 SMOKING = "Smoking_100CigsLifetime"
 
@@ -132,7 +130,7 @@ def test_result_ids_are_recomputed_from_native_keys(release: Release) -> None:
 
 
 def test_ids_written_from_an_earlier_build_resolve_here(release: Release) -> None:
-    for row in load_eval():
+    for row in load_eval("aou"):
         for result_id in row["relevant"]:
             payload = get(release, result_id)
             assert "error" not in payload, (row["query"], result_id)
@@ -427,33 +425,15 @@ def test_cli_search_over_aou_goes_through_the_core(mirror_build: Build, release:
 # -- evaluation --------------------------------------------------------------------------
 
 
-def load_eval() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in EVAL_FILE.read_text().splitlines() if line.strip()]
-
-
-def metrics(ranked: list[str], relevant: dict[str, int]) -> dict[str, float]:
-    """recall@5, recall@10, reciprocal rank and nDCG@10 of one ranking."""
-    first = next((i for i, r in enumerate(ranked) if r in relevant), None)
-    gains = sorted(relevant.values(), reverse=True)[:10]
-    ideal = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(gains))
-    dcg = sum((2 ** relevant.get(r, 0) - 1) / math.log2(i + 2) for i, r in enumerate(ranked[:10]))
-    return {
-        "recall@5": len(set(ranked[:5]) & set(relevant)) / len(relevant),
-        "recall@10": len(set(ranked[:10]) & set(relevant)) / len(relevant),
-        "mrr": 0.0 if first is None else 1.0 / (first + 1),
-        "ndcg@10": dcg / ideal,
-    }
-
-
 @pytest.fixture(scope="module")
 def evaluation(release: Release) -> dict[tuple[str, str], dict[str, float]]:
     """Mean metrics per (method, subset): subsets are 'all' and each query kind."""
     sums: dict[tuple[str, str], Counter[str]] = {}
     counts: Counter[tuple[str, str]] = Counter()
-    for row in load_eval():
+    for row in load_eval("aou"):
         for method in METHODS:
             payload = search(release, row["query"], method=method, limit=10)
-            scores = metrics([r["result_id"] for r in payload["results"]], row["relevant"])
+            scores = ranking_metrics([r["result_id"] for r in payload["results"]], row["relevant"])
             for subset in ("all", row["kind"]):
                 sums.setdefault((method, subset), Counter()).update(scores)
                 counts[(method, subset)] += 1
@@ -461,7 +441,7 @@ def evaluation(release: Release) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def test_the_evaluation_set_is_well_formed(release: Release) -> None:
-    rows = load_eval()
+    rows = load_eval("aou")
     assert len(rows) >= 30
     assert len({row["query"] for row in rows}) == len(rows)
     kinds = Counter(row["kind"] for row in rows)

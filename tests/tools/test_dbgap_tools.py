@@ -10,8 +10,8 @@ breaks, not when the mirror is refreshed. The evaluation set is
 from __future__ import annotations
 
 import json
-import math
 import xml.etree.ElementTree as ET
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,8 @@ from metabundle.search.release import Release
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
+from tests.support.evaluation import figures_by_kind, load_eval, mean_figures, ranking_metrics
 
-EVAL_FILE = Path(__file__).resolve().parents[1] / "eval" / "dbgap.jsonl"
 METHODS = ("keyword", "semantic", "hybrid")
 JHS_CURRENT, JHS_OLDER = "phs000286.v7.p2", "phs000286.v6.p2"
 GTEX_CURRENT, GTEX_OLDER = "phs000424.v11.p2", "phs000424.v8.p2"
@@ -320,7 +320,12 @@ def test_search_items_carry_ids_urls_scores_and_provenance(release: Release) -> 
     assert older["provenance"]["stats_file"] is None
     assert older["provenance"]["stats_file_status"] == "not_retained"
     retrieval = payload["retrieval"]
-    assert retrieval["weights"] == {"fusion": "weighted", "keyword": 0.3, "semantic": 0.7}
+    assert retrieval["weights"] == {
+        "fusion": "weighted",
+        "keyword": 0.3,
+        "semantic": 0.7,
+        "semantic_scaling": "min_max",
+    }
     assert retrieval["scores_calibrated"] is False
 
 
@@ -485,12 +490,8 @@ def test_cli_search_over_dbgap_goes_through_the_core(mirror_build: Build) -> Non
 # -- evaluation ----------------------------------------------------------------------------
 
 
-def load_eval() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in EVAL_FILE.read_text().splitlines() if line.strip()]
-
-
 def test_eval_set_is_well_formed_and_names_real_variables(release: Release) -> None:
-    queries = load_eval()
+    queries = load_eval("dbgap")
     assert len(queries) >= 30
     assert sum(q["kind"] == "paraphrase" for q in queries) >= 20
     for q in queries:
@@ -518,35 +519,17 @@ def test_eval_set_is_well_formed_and_names_real_variables(release: Release) -> N
 
 def measure(release: Release, queries: list[dict[str, Any]], method: str) -> dict[str, float]:
     """recall@5/@10 (any grade), MRR of the first relevant and nDCG@10 (graded)."""
-    totals = {"recall@5": 0.0, "recall@10": 0.0, "mrr": 0.0, "ndcg@10": 0.0}
+    scores = []
     for q in queries:
         results = search(release, q["study_id"], q["query"], method=method, limit=10)["results"]
-        ranked = [item["id"] for item in results]
-        relevant: dict[str, int] = q["relevant"]
-        totals["recall@5"] += len(set(ranked[:5]) & set(relevant)) / len(relevant)
-        totals["recall@10"] += len(set(ranked) & set(relevant)) / len(relevant)
-        totals["mrr"] += next((1 / n for n, i in enumerate(ranked, 1) if i in relevant), 0.0)
-        dcg = sum((2 ** relevant.get(i, 0) - 1) / math.log2(n + 1) for n, i in enumerate(ranked, 1))
-        ideal = sorted(relevant.values(), reverse=True)[:10]
-        totals["ndcg@10"] += dcg / sum(
-            (2**g - 1) / math.log2(n + 1) for n, g in enumerate(ideal, 1)
-        )
-    return {name: value / len(queries) for name, value in totals.items()}
+        scores.append(ranking_metrics([item["id"] for item in results], q["relevant"]))
+    return mean_figures(scores)
 
 
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
-    queries = load_eval()
-    figures: dict[str, dict[str, dict[str, float]]] = {}
-    for kind in ("paraphrase", "keyword", "identifier"):
-        subset = [q for q in queries if q["kind"] == kind]
-        figures[kind] = {method: measure(release, subset, method) for method in METHODS}
-    print("\ndbGaP eval (tests/eval/dbgap.jsonl):")
-    for kind, by_method in figures.items():
-        for method, values in by_method.items():
-            shown = ", ".join(f"{k} {v:.3f}" for k, v in values.items())
-            print(f"  {kind:<10} {method:<8} {shown}")
-    return figures
+    title = "dbGaP eval (tests/eval/dbgap.jsonl)"
+    return figures_by_kind(load_eval("dbgap"), METHODS, partial(measure, release), title)
 
 
 def test_variable_search_finds_variables_by_meaning_not_only_by_shared_words(

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from collections.abc import Iterator
+from functools import partial
 from importlib.metadata import version as package_version
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -26,8 +25,8 @@ from metabundle.mcp.server import build_server
 from metabundle.search.release import Release
 from metabundle.search.services.idc_urls import LARGE_BYTES, URL_CAP
 from metabundle.search.tools import all_tools, call_tool
+from tests.support.evaluation import figures_by_kind, load_eval, mean_figures, ranking_metrics
 
-EVAL_FILE = Path(__file__).resolve().parents[1] / "eval" / "idc.jsonl"
 METHODS = ("keyword", "semantic", "hybrid")
 IDC_TOOLS = (
     "get_idc_version",
@@ -694,12 +693,8 @@ async def test_mcp_returns_the_core_payload(
 # -- evaluation ---------------------------------------------------------------------------
 
 
-def load_eval() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in EVAL_FILE.read_text().splitlines() if line.strip()]
-
-
 def test_eval_set_is_well_formed_and_names_real_entities(release: Release, parquet) -> None:
-    queries = load_eval()
+    queries = load_eval("idc")
     assert len(queries) >= 30 and sum(q["kind"] == "paraphrase" for q in queries) >= 20
     known = {
         r[0]
@@ -725,34 +720,17 @@ def test_eval_set_is_well_formed_and_names_real_entities(release: Release, parqu
 
 def measure(release: Release, queries: list[dict[str, Any]], method: str) -> dict[str, float]:
     """recall@5/@10, MRR of the first relevant result and nDCG@10 (graded)."""
-    totals = {"recall@5": 0.0, "recall@10": 0.0, "mrr": 0.0, "ndcg@10": 0.0}
+    scores = []
     for q in queries:
         results = ok(release, "search_idc", {"query": q["query"], "method": method})["results"]
-        ranked = [item["id"] for item in results]
-        relevant = q["relevant"]
-        totals["recall@5"] += len(set(ranked[:5]) & set(relevant)) / len(relevant)
-        totals["recall@10"] += len(set(ranked) & set(relevant)) / len(relevant)
-        totals["mrr"] += next((1 / n for n, i in enumerate(ranked, 1) if i in relevant), 0.0)
-        dcg = sum((2 ** relevant.get(i, 0) - 1) / math.log2(n + 1) for n, i in enumerate(ranked, 1))
-        ideal = sorted(relevant.values(), reverse=True)[:10]
-        idcg = sum((2**g - 1) / math.log2(n + 1) for n, g in enumerate(ideal, 1))
-        totals["ndcg@10"] += dcg / idcg
-    return {k: v / len(queries) for k, v in totals.items()}
+        scores.append(ranking_metrics([item["id"] for item in results], q["relevant"]))
+    return mean_figures(scores)
 
 
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
-    queries = load_eval()
-    figures: dict[str, dict[str, dict[str, float]]] = {}
-    for kind in ("paraphrase", "keyword", "identifier"):
-        subset = [q for q in queries if q["kind"] == kind]
-        figures[kind] = {method: measure(release, subset, method) for method in METHODS}
-    print("\nImaging Data Commons eval (tests/eval/idc.jsonl):")
-    for kind, by_method in figures.items():
-        for method, values in by_method.items():
-            shown = ", ".join(f"{k} {v:.3f}" for k, v in values.items())
-            print(f"  {kind:<10} {method:<8} {shown}")
-    return figures
+    title = "Imaging Data Commons eval (tests/eval/idc.jsonl)"
+    return figures_by_kind(load_eval("idc"), METHODS, partial(measure, release), title)
 
 
 def test_hybrid_beats_keyword_on_paraphrases(eval_figures: dict) -> None:

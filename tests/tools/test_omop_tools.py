@@ -26,8 +26,6 @@ The thresholds asserted below sit about 0.1 under these figures.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,8 +33,7 @@ import pytest
 from metabundle.index.tokenizer import tokenize
 from metabundle.search.release import Release
 from metabundle.search.tools import call_tool
-
-EVAL_FILE = Path(__file__).resolve().parents[1] / "eval" / "omop.jsonl"
+from tests.support.evaluation import load_eval
 
 CONCEPT_FIELDS = {
     "concept_id",
@@ -587,10 +584,6 @@ EVAL_METHODS = {
 }
 
 
-def load_eval() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in EVAL_FILE.read_text().splitlines() if line.strip()]
-
-
 def first_relevant(release: Release, tool: str, case: dict[str, Any]) -> int | None:
     """0-based position of the first relevant concept in the top 10, if any."""
     got = [str(i) for i in ids(call(release, tool, query=case["query"], limit=10))]
@@ -610,7 +603,7 @@ def figures(positions: list[int | None]) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
-    cases = load_eval()
+    cases = load_eval("omop")
     result = {}
     for method, tool in EVAL_METHODS.items():
         positions = [first_relevant(release, tool, case) for case in cases]
@@ -622,7 +615,7 @@ def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def test_eval_set_is_well_formed(release: Release) -> None:
-    cases = load_eval()
+    cases = load_eval("omop")
     assert len(cases) >= 30
     assert {c["kind"] for c in cases} <= {"paraphrase", "keyword", "identifier"}
     assert sum(c["kind"] == "paraphrase" for c in cases) >= 15

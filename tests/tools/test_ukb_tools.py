@@ -8,18 +8,19 @@ breaks, not when the mirror is refreshed.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import pytest
 
+from benchmarks.quality import recall, reciprocal_rank
 from metabundle.search.release import Release
 from metabundle.search.services.ukb import ALIAS_BOOST, FIELD_ID_BOOST, SHOWCASE
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
+from tests.support.evaluation import figures_by_kind, load_eval, mean_figures
 
-EVAL_FILE = Path(__file__).resolve().parents[1] / "eval" / "ukb.jsonl"
 METHODS = ("keyword", "semantic", "hybrid")
 
 
@@ -109,13 +110,19 @@ def test_retrieval_block_reports_weights_boosts_and_the_formula(release: Release
     payload = search(release, "systolic blood pressure")
     block = payload["retrieval"]
     assert block["effective_method"] == "hybrid" and not block["degraded"]
-    assert block["weights"] == {"fusion": "weighted", "keyword": 0.6, "semantic": 0.4}
+    assert block["weights"] == {
+        "fusion": "weighted",
+        "keyword": 0.6,
+        "semantic": 0.4,
+        "semantic_scaling": "min_max",
+    }
     assert block["boosts"] == {"field_id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
     assert "0.6 * (keyword + boost) + 0.4 * semantic" in block["score_formula"]
     assert block["scores_calibrated"] is False
     for item in payload["results"]:
         s = item["scores"]
-        expected = 0.6 * ((s["keyword"] or 0) + s["boost"]) + 0.4 * max(s["semantic"] or 0, 0)
+        expected = 0.6 * ((s["keyword"] or 0) + s["boost"]) + 0.4 * s["semantic_scaled"]
+        assert 0 <= s["semantic_scaled"] <= 1
         assert s["score"] == pytest.approx(expected, abs=1e-5)
     scores = [item["scores"]["score"] for item in payload["results"]]
     assert scores == sorted(scores, reverse=True)
@@ -343,12 +350,8 @@ def test_cli_search_over_ukb_goes_through_the_core(mirror_build: Build) -> None:
 # -- evaluation --------------------------------------------------------------------------
 
 
-def load_eval() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in EVAL_FILE.read_text().splitlines() if line.strip()]
-
-
 def test_eval_set_is_well_formed_and_names_real_fields(release: Release) -> None:
-    queries = load_eval()
+    queries = load_eval("ukb")
     assert len(queries) >= 30
     assert sum(q["kind"] == "paraphrase" for q in queries) >= 20
     ids = {int(i) for q in queries for i in q["relevant"]}
@@ -371,33 +374,27 @@ def test_eval_set_is_well_formed_and_names_real_fields(release: Release) -> None
 
 def measure(release: Release, queries: list[dict[str, Any]], method: str) -> dict[str, float]:
     """hit@5 (a grade-3 field in the top 5), recall@5/@10 and MRR of the first grade-3."""
-    hit5 = recall5 = recall10 = mrr = 0.0
+    scores = []
     for q in queries:
         results = search(release, q["query"], method=method, limit=10)["results"]
         ranked = [str(item["id"]) for item in results]
         relevant = q["relevant"]
-        best = {k for k, grade in relevant.items() if grade == 3}
-        hit5 += any(i in best for i in ranked[:5])
-        recall5 += len(set(ranked[:5]) & set(relevant)) / len(relevant)
-        recall10 += len(set(ranked) & set(relevant)) / len(relevant)
-        mrr += next((1 / n for n, i in enumerate(ranked, start=1) if i in best), 0.0)
-    n = len(queries)
-    return {"hit@5": hit5 / n, "recall@5": recall5 / n, "recall@10": recall10 / n, "mrr": mrr / n}
+        best = {k: grade for k, grade in relevant.items() if grade == 3}
+        scores.append(
+            {
+                "hit@5": float(any(i in best for i in ranked[:5])),
+                "recall@5": recall(ranked, relevant, k=5),
+                "recall@10": recall(ranked, relevant),
+                "mrr": reciprocal_rank(ranked, best),
+            }
+        )
+    return mean_figures(scores)
 
 
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
-    queries = load_eval()
-    figures: dict[str, dict[str, dict[str, float]]] = {}
-    for kind in ("paraphrase", "keyword", "identifier"):
-        subset = [q for q in queries if q["kind"] == kind]
-        figures[kind] = {method: measure(release, subset, method) for method in METHODS}
-    print("\nUK Biobank eval (tests/eval/ukb.jsonl):")
-    for kind, by_method in figures.items():
-        for method, values in by_method.items():
-            shown = ", ".join(f"{k} {v:.3f}" for k, v in values.items())
-            print(f"  {kind:<10} {method:<8} {shown}")
-    return figures
+    title = "UK Biobank eval (tests/eval/ukb.jsonl)"
+    return figures_by_kind(load_eval("ukb"), METHODS, partial(measure, release), title)
 
 
 def test_a_paraphrased_query_finds_its_field_in_the_top_5(eval_figures: dict) -> None:

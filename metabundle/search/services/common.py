@@ -216,16 +216,16 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
         limit=params.limit * DIVERSITY_POOL,
         fusion=RRF,
     )
-    hits = fold_children(release, hits)
     rows = documents(release, [h.docno for h in hits])
+    hits = fold_children(release, hits, rows)
     kept = distinct_titles(hits, rows)[: params.limit]
     results = [result_item(i, rows[h.docno], h.scores()) for i, h in enumerate(kept, start=1)]
     return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
 
 
-def fold_children(release: Release, hits: list[Hit]) -> list[Hit]:
-    """Replace hits of a source's folded kinds by their parent documents, once each."""
-    rows = documents(release, [h.docno for h in hits])
+def fold_children(release: Release, hits: list[Hit], rows: dict[int, dict[str, Any]]) -> list[Hit]:
+    """Replace hits of a source's folded kinds by their parent documents, once each;
+    the parents' rows are added to ``rows``."""
     parent_ids = {
         h.docno: f"{row['source']}:{folded}:{row['parent_id']}"
         for h in hits
@@ -247,6 +247,8 @@ def fold_children(release: Release, hits: list[Hit]) -> list[Hit]:
         if docno not in seen:
             seen.add(docno)
             folded.append(replace(hit, docno=docno) if docno != hit.docno else hit)
+    missing = [h.docno for h in folded if h.docno not in rows]
+    rows.update(documents(release, missing))
     return folded
 
 

@@ -12,7 +12,9 @@ QueryGaP contract for UK Biobank::
 
 where ``keyword`` is the field's BM25 score divided by the best BM25 score of the
 query among fields (so it lies in 0..1), ``semantic`` is the cosine similarity of
-the query with the embedded title and notes (negative values count as 0), and
+the query with the embedded title and notes — in hybrid scaled min-max over the
+query's semantic candidates, as every weighted fusion does (see
+:mod:`metabundle.search.retrieval`) — and
 ``boost`` is :data:`FIELD_ID_BOOST` when the query is the field's id and
 :data:`ALIAS_BOOST` when it is another stored alias (a column name of an extract
 format such as ``f.21001.0.0``, ``21001-0.0``, ``p21001_i0``, ``f21001``, or the
@@ -80,7 +82,8 @@ TAG = re.compile(r"<[^>]*>")
 SPACE = re.compile(r"\s+")
 
 SCORE_FORMULA = (
-    "hybrid: 0.6 * (keyword + boost) + 0.4 * semantic; keyword: keyword + boost; "
+    "hybrid: 0.6 * (keyword + boost) + 0.4 * semantic (min-max scaled per query); "
+    "keyword: keyword + boost; "
     "semantic: cosine only. keyword = BM25 / best BM25 of the query among fields; "
     f"boost = {FIELD_ID_BOOST} for the exact field id, {ALIAS_BOOST} for another exact "
     "stored alias, else 0."
@@ -189,7 +192,7 @@ def hit_scores(
     keyword = (hit.keyword or 0.0) / keyword_top if keyword_top > 0 else 0.0
     semantic = max(hit.semantic or 0.0, 0.0)
     if method == "hybrid":
-        score = KEYWORD_WEIGHT * (keyword + boost) + SEMANTIC_WEIGHT * semantic
+        score = KEYWORD_WEIGHT * (keyword + boost) + SEMANTIC_WEIGHT * hit.semantic_scaled
     elif method == "keyword":
         score = keyword + boost
     else:
@@ -198,6 +201,7 @@ def hit_scores(
         "score": round(score, 6),
         "keyword": None if hit.keyword is None else round(keyword, 6),
         "keyword_bm25": None if hit.keyword is None else round(float(hit.keyword), 6),
+        "semantic_scaled": round(hit.semantic_scaled, 6),
         "semantic": None if hit.semantic is None else round(float(hit.semantic), 6),
         "boost": boost,
         "boost_reason": reason,

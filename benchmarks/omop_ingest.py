@@ -1,5 +1,7 @@
 """Scale benchmark of the OMOP vocabulary ingest on a synthetic Athena export.
 
+(Formerly the standalone script ``benchmarks/omop_synthetic.py``.)
+
 ``generate(folder, ...)`` writes an Athena-format export (tab-separated, no quoting,
 upper-case headers, ``YYYYMMDD`` dates) whose values are drawn from the real
 vocabulary subsets of the mirror: vocabulary/domain/class combinations and
@@ -9,10 +11,11 @@ concept names. Everything is generated column-wise with numpy and written by pol
 ``measure(folder, workdir)`` runs the production fetch and parse steps
 (``fetch_source``/``parse_source`` with ``omop_vocab=(folder,)``) in a child process,
 then the source's ``search_docs`` query written to Parquet, and reports wall times,
-the child's peak resident memory after the parse and overall.
+the child's peak resident memory after the parse and overall (its ``VmHWM``).
+``run(concepts, relationships)`` does both in a temporary folder.
 
-    python benchmarks/omop_synthetic.py                          # 2M concepts, 10M rels
-    python benchmarks/omop_synthetic.py --concepts 50000 --relationships 250000
+    python -m benchmarks.omop_ingest                          # 2M concepts, 10M rels
+    python -m benchmarks.omop_ingest --concepts 50000 --relationships 250000
 
 Data is written under ``--workdir`` (default: a temporary folder), removed afterwards
 unless ``--keep`` is given. Nothing here is a test and nothing it writes is committed.
@@ -22,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -35,15 +36,16 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.common import child_env
+from benchmarks.corpus import upstream_dir
+
 ENGLISH = 4180186
 FAR_FUTURE = "20991231"
 
 
 def mirror_omop_dir() -> Path:
     """The mirror's ``omop`` folder (``METABUNDLE_UPSTREAM_DIR`` or ``../shared/upstream``)."""
-    base = os.environ.get("METABUNDLE_UPSTREAM_DIR") or REPO.parent / "shared" / "upstream"
-    return Path(base) / "omop"
+    return upstream_dir() / "omop"
 
 
 def _read_athena(path: Path) -> pl.DataFrame:
@@ -215,8 +217,7 @@ def _peak_rss_mib() -> int:
 
 def _ingest_in_this_process(folder: Path, out_dir: Path) -> dict[str, object]:
     """The production fetch + parse of ``folder``, then its search documents written to
-    Parquet; wall times, peak memory after the parse, and row counts."""
-    sys.path.insert(0, str(REPO))
+    Parquet; wall times, peak memory after the parse and at the end, and row counts."""
     import duckdb
 
     from metabundle.config import make_settings
@@ -247,26 +248,57 @@ def _ingest_in_this_process(folder: Path, out_dir: Path) -> dict[str, object]:
         "parse_s": round(parsed - fetched, 1),
         "parse_peak_rss_mib": parse_peak,
         "search_docs_s": round(documented - parsed, 1),
+        "peak_rss_mib": _peak_rss_mib(),
         "rows": staged.row_counts,
     }
 
 
 def measure(folder: Path, workdir: Path) -> dict[str, object]:
     """Run the ingest in a child process; its wall times, rows and peak RSS in MiB
-    (``peak_rss_mib`` from ``getrusage(RUSAGE_CHILDREN)`` covers the whole child)."""
+    (``peak_rss_mib``: the child's ``VmHWM`` when it finished)."""
     out_dir = workdir / "build"
     shutil.rmtree(out_dir, ignore_errors=True)
     started = time.perf_counter()
     child = subprocess.run(
-        [sys.executable, __file__, "--ingest-only", str(folder), "--workdir", str(out_dir)],
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.omop_ingest",
+            "--ingest-only",
+            str(folder),
+            "--workdir",
+            str(out_dir),
+        ],
         check=True,
         capture_output=True,
         text=True,
+        env=child_env(),
     )
     wall = time.perf_counter() - started
-    result = json.loads(child.stdout)
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {**result, "wall_s": round(wall, 1), "peak_rss_mib": round(peak_kib / 1024)}
+    return {**json.loads(child.stdout), "wall_s": round(wall, 1)}
+
+
+def run(
+    concepts: int, relationships: int, workdir: Path | None = None, keep: bool = False
+) -> dict[str, object]:
+    """Generate an export of that size and measure its ingest; the whole report."""
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="omop-bench-"))
+    folder = workdir / "export"
+    try:
+        started = time.perf_counter()
+        written = generate(folder, concepts, relationships)
+        generated = round(time.perf_counter() - started, 1)
+        size = sum(p.stat().st_size for p in folder.iterdir())
+        report: dict[str, object] = {
+            "generated": written,
+            "generate_s": generated,
+            "export_mib": size >> 20,
+        }
+        report.update(measure(folder, workdir))
+        return report
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> None:
@@ -280,19 +312,7 @@ def main() -> None:
     if args.ingest_only is not None:
         print(json.dumps(_ingest_in_this_process(args.ingest_only, args.workdir)))
         return
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="omop-bench-"))
-    folder = workdir / "export"
-    try:
-        started = time.perf_counter()
-        written = generate(folder, args.concepts, args.relationships)
-        generated = round(time.perf_counter() - started, 1)
-        size = sum(p.stat().st_size for p in folder.iterdir())
-        report = {"generated": written, "generate_s": generated, "export_mib": size >> 20}
-        report.update(measure(folder, workdir))
-        print(json.dumps(report, indent=1))
-    finally:
-        if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps(run(args.concepts, args.relationships, args.workdir, args.keep), indent=1))
 
 
 if __name__ == "__main__":

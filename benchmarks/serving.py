@@ -1,0 +1,243 @@
+"""Serving: hybrid latency, time to a new process's first answer, serving memory.
+
+* :func:`search_latency`: ``search_all`` keyword / semantic / hybrid through
+  ``call_tool`` (hydration included) and the core ``rank`` hybrid (ranking only), in
+  this process, interleaved over the evaluation queries of every source; the keyword
+  tool call is the baseline of the hybrid one.
+* :func:`first_answer`: wall time from spawning a Python process that imports the
+  search core, opens the release and answers one ``search_all`` query until it exits
+  (keyword, then separately hybrid, which also loads the ANN index and the embedding
+  model); the median of a few runs. The baseline is the same interpreter running
+  ``pass``.
+* :func:`serving_memory`: a child opens the release, records its RSS, runs a mixed
+  load (each evaluation query through every method of its source's tools, round
+  robin over sources) and reports its RSS and peak RSS after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import chain, zip_longest
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import (
+    SEED,
+    child_env,
+    interleaved,
+    latency,
+    proc_status_mib,
+    profile_top,
+    ratio,
+)
+from benchmarks.quality import entities, load_sets, source_specs, target_of, tool_arguments
+from metabundle.search.release import Release
+from metabundle.search.retrieval import RRF, rank
+from metabundle.search.tools import call_tool
+
+FIRST_QUERY = "systolic blood pressure"
+# What a fresh CLI or MCP process does before its first answer: import the core, open
+# the release, answer one query. Prints its own open and query times.
+FIRST_ANSWER = """
+import json, sys, time
+from metabundle.search.release import Release
+from metabundle.search.tools import call_tool
+t0 = time.perf_counter()
+release = Release.open(sys.argv[1])
+t1 = time.perf_counter()
+payload = call_tool(release, "search_all", {"query": sys.argv[3], "method": sys.argv[2]})
+t2 = time.perf_counter()
+assert "results" in payload, payload
+print(json.dumps({"open_s": t1 - t0, "first_query_s": t2 - t1, "results": len(payload["results"])}))
+"""
+
+
+def mixed_queries(n: int) -> list[str]:
+    """Up to ``n`` evaluation queries, round robin over the sources' sets."""
+    sets = load_sets()
+    rounds = zip_longest(*(c for c in sets.values()))
+    cases = [c for c in chain.from_iterable(rounds) if c is not None]
+    return [c.query for c in cases[:n]]
+
+
+def search_latency(release: Release, n_queries: int, profile_queries: int = 0) -> dict[str, Any]:
+    """Cross-source search latency per method, in this process."""
+    queries = mixed_queries(n_queries)
+
+    def tool(method: str):
+        return lambda q: call_tool(release, "search_all", {"query": q, "method": method})
+
+    call_tool(release, "search_all", {"query": FIRST_QUERY, "method": "hybrid"})  # warm up
+    samples, _ = interleaved(
+        {
+            "keyword": tool("keyword"),
+            "semantic": tool("semantic"),
+            "hybrid": tool("hybrid"),
+            "rank_hybrid": lambda q: rank(
+                release, q, method="hybrid", mask=None, limit=10, fusion=RRF
+            ),
+        },
+        queries,
+    )
+    stats = {name: latency(values) for name, values in samples.items()}
+    profiled = queries[:profile_queries]
+    return {
+        "queries": len(queries),
+        "tool": "search_all (limit 10)",
+        "latency": stats,
+        "hybrid_ratio_vs_keyword": ratio(stats["hybrid"]["p50_ms"], stats["keyword"]["p50_ms"]),
+        "profile": {
+            method: {
+                "queries": len(profiled),
+                "top": profile_top(lambda m=method: [tool(m)(q) for q in profiled]),
+            }
+            for method in ("keyword", "hybrid")
+        }
+        if profiled
+        else None,
+    }
+
+
+# The same first answer with its open and first query under cProfile (imports apart:
+# the parent runs it with -X importtime), their top functions as JSON.
+PROFILED_FIRST_ANSWER = """
+import cProfile, json, sys
+from metabundle.search.release import Release
+from metabundle.search.tools import call_tool
+from benchmarks.common import profile_rows
+profiler = cProfile.Profile()
+profiler.enable()
+release = Release.open(sys.argv[1])
+call_tool(release, "search_all", {"query": sys.argv[3], "method": sys.argv[2]})
+profiler.disable()
+print(json.dumps(profile_rows(profiler, 15)))
+"""
+
+
+def _spawn(args: list[str], env: dict[str, str] | None = None) -> tuple[float, str, str]:
+    """Wall seconds of a child Python process, its stdout and stderr."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env or child_env(),
+    )
+    return time.perf_counter() - start, done.stdout, done.stderr
+
+
+def import_breakdown(stderr: str, top: int = 12) -> dict[str, float]:
+    """Seconds of import (self time) per top-level package from ``-X importtime``."""
+    per_package: dict[str, float] = {}
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, _, name = line[len("import time:") :].split("|")
+        package = name.strip().split(".")[0]
+        per_package[package] = per_package.get(package, 0.0) + int(self_us) / 1e6
+    ranked = sorted(per_package.items(), key=lambda kv: -kv[1])
+    return {"total": round(sum(per_package.values()), 3)} | {
+        name: round(value, 3) for name, value in ranked[:top]
+    }
+
+
+def _first(release_path: Path, method: str, env: dict[str, str]) -> tuple[float, dict]:
+    wall, stdout, _ = _spawn(["-c", FIRST_ANSWER, str(release_path), method, FIRST_QUERY], env)
+    return wall, json.loads(stdout)
+
+
+def first_answer(release_path: Path, repeats: int, profile: bool = True) -> dict[str, Any]:
+    """Median wall time of a new process to answer its first query, per method.
+
+    Children write and reuse compiled bytecode in a temporary ``PYTHONPYCACHEPREFIX``
+    (as an installed package would have it, whatever ``PYTHONDONTWRITEBYTECODE`` says
+    here); the first, uncached run is reported apart as ``cold_wall_s``.
+    """
+    with tempfile.TemporaryDirectory(prefix="bench-pycache-") as pycache:
+        env = child_env()
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+        baseline = [_spawn(["-c", "pass"], env)[0] for _ in range(repeats)]
+        out: dict[str, Any] = {"repeats": repeats, "python_start_s": round(min(baseline), 3)}
+        out["cold_wall_s"] = round(_first(release_path, "keyword", env)[0], 3)
+        for method in ("keyword", "hybrid"):
+            runs = sorted(_first(release_path, method, env) for _ in range(repeats))
+            wall, child = runs[repeats // 2]
+            out[method] = {
+                "wall_s": round(wall, 3),
+                "startup_and_imports_s": round(wall - child["open_s"] - child["first_query_s"], 3),
+                "open_s": round(child["open_s"], 3),
+                "first_query_s": round(child["first_query_s"], 3),
+                "results": child["results"],
+            }
+        out["ratio_vs_python_start"] = ratio(out["keyword"]["wall_s"], out["python_start_s"], 2)
+        if profile:
+            profiled = ["-X", "importtime", "-c", PROFILED_FIRST_ANSWER, str(release_path)]
+            _, stdout, stderr = _spawn([*profiled, "keyword", FIRST_QUERY], env)
+            out["imports_s"] = import_breakdown(stderr)
+            out["open_and_query_profile"] = json.loads(stdout)
+    return out
+
+
+def serving_memory(release_path: Path, n_calls: int) -> dict[str, Any]:
+    """RSS of a serving child after opening the release and after a mixed load."""
+    _, stdout, _ = _spawn(
+        ["-m", "benchmarks.serving", "load", str(release_path), "--calls", str(n_calls)]
+    )
+    return json.loads(stdout)
+
+
+# -- child processes ------------------------------------------------------------------
+
+
+def _child_load(release_path: str, calls: int) -> dict[str, Any]:
+    """Open, measure RSS, run ``calls`` tool calls of every kind, measure again."""
+    release = Release.open(release_path)
+    call_tool(release, "get_release_info", {})
+    after_open = proc_status_mib()
+    specs = source_specs()
+    plan = []
+    sets = load_sets()
+    for source, cases in sets.items():
+        if source not in specs or source not in release.manifest["sources"]:
+            continue
+        known = entities(release, source)
+        for case in cases:
+            target = target_of(specs[source], case, known)
+            plan += [(m.tool, tool_arguments(m, case, target)) for m in specs[source].methods]
+    random.Random(SEED).shuffle(plan)
+    errors = 0
+    started = time.perf_counter()
+    for name, args in plan[:calls]:
+        errors += "error" in call_tool(release, name, args)
+    elapsed = time.perf_counter() - started
+    after = proc_status_mib()
+    return {
+        "calls": min(calls, len(plan)),
+        "errors": errors,
+        "load_s": round(elapsed, 2),
+        "rss_after_open_mb": after_open["VmRSS"],
+        "rss_mb": after["VmRSS"],
+        "peak_rss_mb": after["VmHWM"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="the serving child: a mixed tool load")
+    parser.add_argument("command", choices=["load"])
+    parser.add_argument("release")
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args(argv)
+    print(json.dumps(_child_load(args.release, args.calls)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Smoke tests of the benchmark harness (``python -m benchmarks``)."""
