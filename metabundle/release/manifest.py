@@ -59,15 +59,21 @@ def list_files(root: Path, exclude: set[str]) -> list[dict[str, Any]]:
 
 def read_manifest(root: Path) -> dict[str, Any]:
     """The parsed ``manifest.json`` of a release folder."""
-    path = root / MANIFEST_FILE
+    missing = f"{root} is not a release: it has no {MANIFEST_FILE}"
+    return read_json_document(root / MANIFEST_FILE, FORMAT, missing)
+
+
+def read_json_document(path: Path, expected_format: str, missing: str) -> dict[str, Any]:
+    """The JSON object in ``path``, whose ``format`` must be ``expected_format``; a
+    :class:`ReleaseError` saying ``missing`` when there is no such file."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise ReleaseError(f"{root} is not a release: it has no {MANIFEST_FILE}") from None
+        raise ReleaseError(missing) from None
     except ValueError as error:
         raise ReleaseError(f"{path} is not valid JSON ({error})") from None
-    if data.get("format") != FORMAT:
-        raise ReleaseError(f"{path} has format {data.get('format')!r}, expected {FORMAT}")
+    if data.get("format") != expected_format:
+        raise ReleaseError(f"{path} has format {data.get('format')!r}, expected {expected_format}")
     return data
 
 

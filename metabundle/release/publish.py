@@ -34,7 +34,8 @@ import zstandard
 from metabundle.config import env
 from metabundle.errors import ConfigError, ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums, sha256_file
-from metabundle.release.manifest import MANIFEST_FILE, read_manifest
+from metabundle.release.manifest import MANIFEST_FILE, read_json_document, read_manifest
+from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
 from metabundle.release.version import VERSION_RE, version_key
 
@@ -43,7 +44,6 @@ RELEASES_DIR = "releases"
 INDEX_FILE = "index.json"
 LATEST_FILE = "latest"
 FILES_FILE = "files.json"
-TMP_PREFIX = ".tmp-"
 ZSTD_SUFFIX = ".zst"
 DEFAULT_LEVEL = 3
 COMPRESS_MIN_BYTES = 64 * 1024
@@ -118,7 +118,7 @@ def _publish_new(
 ) -> str:
     """Write the version into a temporary folder and rename it to ``final``;
     ``unchanged`` when another publisher renamed the same version in first."""
-    _clean_stale_temps(final.parent)
+    clean_stale_temps(final.parent)
     temp = final.with_name(f"{TMP_PREFIX}{final.name}-{os.getpid()}")
     shutil.rmtree(temp, ignore_errors=True)
     temp.mkdir()
@@ -220,32 +220,8 @@ def _check_same(folder: Path, version: str, sums: dict[str, str]) -> None:
 
 def read_files_list(folder: Path) -> dict[str, Any]:
     """The ``files.json`` of a published version folder."""
-    path = folder / FILES_FILE
-    try:
-        listing = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReleaseError(f"{folder} is not a published release (no {FILES_FILE})") from None
-    if listing.get("format") != SITE_FORMAT:
-        raise ReleaseError(f"{path} has format {listing.get('format')!r}, expected {SITE_FORMAT}")
-    return listing
-
-
-def _clean_stale_temps(releases: Path) -> None:
-    for folder in releases.glob(f"{TMP_PREFIX}*"):
-        pid = folder.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and _alive(int(pid)):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    missing = f"{folder} is not a published release (no {FILES_FILE})"
+    return read_json_document(folder / FILES_FILE, SITE_FORMAT, missing)
 
 
 # -- index.json and latest ----------------------------------------------------------------

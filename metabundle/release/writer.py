@@ -43,6 +43,7 @@ from metabundle.release.pointer import point_current, resolve_release
 from metabundle.release.readme import release_readme
 from metabundle.release.sqlite_file import write_sqlite
 from metabundle.release.staging import stage_table
+from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
 from metabundle.release.version import check_version, next_version
 from metabundle.schemas import Table, Target, get_table
@@ -51,7 +52,6 @@ from metabundle.sources.steps import StagedSource
 
 DUCKDB_FILE = "metabundle.duckdb"
 SQLITE_FILE = "metabundle.sqlite"
-TMP_PREFIX = ".tmp-"
 # The code and template that shape a release from staged tables are fingerprinted
 # (below); bump this when the output changes through anything else, so that a rebuild
 # writes a new release instead of reporting the current one up to date.
@@ -178,27 +178,6 @@ def _info_rows(version: str, created_at: str, search: SearchArtifacts) -> list[d
     return [{"key": k, "value": v} for k, v in sorted(facts.items())]
 
 
-def _clean_stale_temps(releases_dir: Path) -> None:
-    """Remove temporary folders left by builds that were killed."""
-    for folder in releases_dir.glob(f"{TMP_PREFIX}*"):
-        pid = folder.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and _alive(int(pid)):
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def write_release(
     settings: BuildSettings,
     sources: list[StagedSource],
@@ -211,7 +190,7 @@ def write_release(
     search = search or SearchArtifacts()
     releases = settings.releases_dir
     releases.mkdir(parents=True, exist_ok=True)
-    _clean_stale_temps(releases)
+    clean_stale_temps(releases)
     version = (
         check_version(settings.release_version)
         if settings.release_version

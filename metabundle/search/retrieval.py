@@ -195,6 +195,24 @@ def semantic_candidates(
     return hits[:k]
 
 
+def semantic_or_degrade(
+    release: Release, query: str, mask: np.ndarray | None, k: int, retrieval: Retrieval
+) -> list[tuple[int, float]]:
+    """Semantic candidates; a hybrid search without query embeddings degrades to
+    keyword (noted in ``retrieval``) rather than failing."""
+    try:
+        return semantic_candidates(release, query, mask, k)
+    except ToolError as error:
+        if retrieval.method == "semantic" or error.code != EMBEDDINGS_UNAVAILABLE:
+            raise
+        retrieval.effective_method = "keyword"
+        retrieval.degraded = True
+        retrieval.degraded_reason = error.message
+        retrieval.embedding_provider = None
+        retrieval.embedding_model = None
+        return []
+
+
 KeywordSearch = Callable[[Release, str, np.ndarray | None, int], list[tuple[int, float]]]
 """A keyword candidate generator: ``(release, query, mask, k)`` → ``[(docno, score)]``."""
 
@@ -283,16 +301,8 @@ def rank(
     if method in ("keyword", "hybrid"):
         keyword = (keyword_search or keyword_candidates)(release, query, mask, pool)
     if method in ("semantic", "hybrid"):
-        try:
-            semantic = semantic_candidates(release, query, mask, pool)
-        except ToolError as error:
-            if method == "semantic" or error.code != EMBEDDINGS_UNAVAILABLE:
-                raise
-            retrieval.effective_method = "keyword"
-            retrieval.degraded = True
-            retrieval.degraded_reason = error.message
-            retrieval.embedding_provider = None
-            retrieval.embedding_model = None
+        semantic = semantic_or_degrade(release, query, mask, pool, retrieval)
+        if retrieval.degraded:
             retrieval.weights = None
     retrieval.candidates = {"keyword": len(keyword), "semantic": len(semantic)}
     if method == "keyword" or retrieval.degraded:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.support.build import Build, build_release
-from tests.support.cli import clean_env, metabundle_command
+from tests.support.cli import run_cli
 from tests.support.static_server import Request, StaticServer, serve_static
 
 SOURCES = "omop"
@@ -127,12 +127,4 @@ def run_in(
     cwd: Path, *args: str, timeout: float = 600, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """``metabundle ARGS`` run from ``cwd`` (so that ``./build/current`` is absent)."""
-    return subprocess.run(
-        [*metabundle_command(), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=clean_env(**env),
-        cwd=cwd,
-        check=False,
-    )
+    return run_cli(*args, timeout=timeout, cwd=cwd, **env)

@@ -25,13 +25,17 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, timeout: float = 1200, **env: str) -> subprocess.CompletedProcess[str]:
-    """``metabundle ARGS`` with captured output; never raises on a non-zero exit."""
+def run_cli(
+    *args: str, timeout: float = 1200, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``metabundle ARGS`` (run from ``cwd`` if given) with captured output; never
+    raises on a non-zero exit."""
     return subprocess.run(
         [*metabundle_command(), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         env=clean_env(**env),
+        cwd=cwd,
         check=False,
     )

@@ -45,10 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from metabundle.index.tokenizer import STOP_WORDS, tokenize
-from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
 from metabundle.search.release import Release
 from metabundle.search.retrieval import (
     MIN_POOL,
@@ -58,7 +55,7 @@ from metabundle.search.retrieval import (
     exact_matches,
     keyword_candidates,
     mask_from_sql,
-    semantic_candidates,
+    semantic_or_degrade,
 )
 
 SOURCE = "aou"
@@ -172,23 +169,6 @@ def title_candidates(release: Release, query: str, where: str, params: list[Any]
         [query_words(query), *params, text, *params, TITLE_SIMILARITY_MIN, TITLE_POOL],
     )
     return [(int(docno), float(similarity)) for docno, similarity in rows]
-
-
-def semantic_or_degrade(
-    release: Release, query: str, mask: np.ndarray, k: int, retrieval: Retrieval
-) -> Pairs:
-    """Semantic candidates; hybrid without query embeddings degrades to keyword."""
-    try:
-        return semantic_candidates(release, query, mask, k)
-    except ToolError as error:
-        if retrieval.method == "semantic" or error.code != EMBEDDINGS_UNAVAILABLE:
-            raise
-        retrieval.effective_method = "keyword"
-        retrieval.degraded = True
-        retrieval.degraded_reason = error.message
-        retrieval.embedding_provider = None
-        retrieval.embedding_model = None
-        return []
 
 
 def _new_retrieval(release: Release, method: str) -> Retrieval:

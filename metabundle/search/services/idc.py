@@ -28,7 +28,9 @@ from metabundle.search.services.idc_common import (
     SOURCE,
     clean_citation,
     doi_sources,
+    page_block,
     require_idc,
+    series_counts,
     size_block,
     source_entry,
     split_list,
@@ -71,15 +73,7 @@ def _short(text: str | None) -> str | None:
 
 
 def _page(rows: list[Any], limit: int, offset: int) -> dict[str, Any]:
-    returned = rows[offset : offset + limit]
-    following = offset + len(returned)
-    return {
-        "total": len(rows),
-        "limit": limit,
-        "offset": offset,
-        "returned": len(returned),
-        "next_offset": following if following < len(rows) else None,
-    }
+    return page_block(len(rows), limit, offset, len(rows[offset : offset + limit]))
 
 
 # -- version and stats ------------------------------------------------------------------
@@ -130,19 +124,7 @@ def _breakdown(release: Release, column: str) -> list[dict[str, Any]]:
 )
 def get_stats(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
-    totals = release.query_dicts(
-        f"""
-        SELECT count(DISTINCT collection_id) AS collections,
-               count(DISTINCT analysis_result_id) AS analysis_results,
-               count(DISTINCT (collection_id, PatientID)) AS patients,
-               count(DISTINCT StudyInstanceUID) AS studies,
-               count(*) AS series,
-               coalesce(sum(instanceCount), 0) AS instances,
-               {SIZE_BYTES_SQL} AS size_bytes
-        FROM idc_series
-        """
-    )[0]
-    size = size_block(totals.pop("size_bytes"))
+    totals, size = series_counts(release)
     return {
         **totals,
         "total_size": size,

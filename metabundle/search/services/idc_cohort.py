@@ -22,7 +22,9 @@ from metabundle.search.services.idc_common import (
     doi_sources,
     human_size,
     license_details,
+    page_block,
     require_idc,
+    series_counts,
     size_block,
     source_entry,
 )
@@ -57,20 +59,8 @@ NON_COMMERCIAL = re.compile(r"\bNC\b")
 
 def cohort_counts(release: Release, selection: Selection) -> dict[str, Any]:
     """Distinct collections, patients, studies and series, instances and total size."""
-    row = release.query_dicts(
-        f"""
-        SELECT count(DISTINCT collection_id) AS collections,
-               count(DISTINCT analysis_result_id) AS analysis_results,
-               count(DISTINCT (collection_id, PatientID)) AS patients,
-               count(DISTINCT StudyInstanceUID) AS studies,
-               count(*) AS series,
-               coalesce(sum(instanceCount), 0) AS instances,
-               {SIZE_BYTES_SQL} AS size_bytes
-        FROM idc_series WHERE {selection.where}
-        """,
-        selection.params,
-    )[0]
-    return {"counts": row, "total_size": size_block(row.pop("size_bytes"))}
+    counts, size = series_counts(release, selection.where, selection.params)
+    return {"counts": counts, "total_size": size}
 
 
 def _grouped(release: Release, selection: Selection, column: str, limit: int | None) -> list:
@@ -116,18 +106,11 @@ def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
             f"ORDER BY {ROW_ORDER} LIMIT ? OFFSET ?",
             [*selection.params, params.limit, params.offset],
         )
-    following = params.offset + len(rows)
     return {
         **summary,
         "by_modality": _grouped(release, selection, "Modality", None),
         "by_collection": _grouped(release, selection, "collection_id", TOP_COLLECTIONS),
-        "page": {
-            "total": total,
-            "limit": params.limit,
-            "offset": params.offset,
-            "returned": len(rows),
-            "next_offset": following if rows and following < total else None,
-        },
+        "page": page_block(total, params.limit, params.offset, len(rows)),
         "series": rows,
         **selection.echo(),
     }

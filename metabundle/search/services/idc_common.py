@@ -1,5 +1,6 @@
-"""Shared pieces of the Imaging Data Commons tools: the source guard, sizes, citation
-text cleaning and the per-DOI view of the collections' ``sources``.
+"""Shared pieces of the Imaging Data Commons tools: the source guard, series counts,
+page blocks, sizes, citation text cleaning and the per-DOI view of the collections'
+``sources``.
 
 Everything answers from the release's ``idc_*`` tables (copied from the installed
 ``idc-index-data`` Parquet at build time); nothing here reaches the network.
@@ -68,6 +69,42 @@ def require_idc(release: Release) -> None:
             "This release has no Imaging Data Commons source; call get_release_info to "
             "see which sources it holds."
         )
+
+
+def series_counts(
+    release: Release, where: str = "TRUE", params: list[Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The counts of the series ``where`` selects (distinct collections, analysis
+    results, patients, studies; series and instances) and their total size block.
+    Patients are distinct (collection_id, PatientID) pairs: PatientID is unique only
+    within a collection."""
+    counts = release.query_dicts(
+        f"""
+        SELECT count(DISTINCT collection_id) AS collections,
+               count(DISTINCT analysis_result_id) AS analysis_results,
+               count(DISTINCT (collection_id, PatientID)) AS patients,
+               count(DISTINCT StudyInstanceUID) AS studies,
+               count(*) AS series,
+               coalesce(sum(instanceCount), 0) AS instances,
+               {SIZE_BYTES_SQL} AS size_bytes
+        FROM idc_series WHERE {where}
+        """,
+        params,
+    )[0]
+    return counts, size_block(counts.pop("size_bytes"))
+
+
+def page_block(total: int, limit: int, offset: int, returned: int) -> dict[str, Any]:
+    """The ``page`` of a listing: ``returned`` of ``total`` rows from ``offset``, and
+    where the next page starts (None after the last)."""
+    following = offset + returned
+    return {
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "returned": returned,
+        "next_offset": following if returned and following < total else None,
+    }
 
 
 def size_block(size_bytes: int | None) -> dict[str, Any]:

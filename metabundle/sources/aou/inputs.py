@@ -13,30 +13,22 @@ columns only, ready to be scanned by DuckDB.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import pyarrow as pa
 
 from metabundle.errors import ParseError
 from metabundle.sources.aou.fetch import ANSWER_KEY, csv_key
 from metabundle.sources.base import ParseContext
+from metabundle.sources.records import BadRecord, CsvRecords, SetAside
 
 NAME = "aou"
 INT, STR = pa.int64(), pa.string()
 NULLS = frozenset({"", "NULL"})
 PATH = re.compile(r"\d+(\.\d+)*\.?")
-LINE_BREAKS = ("\n", "\r")
-
-SetAside = Callable[[str, int], None]
-"""Quarantines one malformed record of the file being read: (reason, line)."""
-
-
-class BadRecord(ValueError):
-    """One record of a file is malformed; the message is the reason."""
 
 
 @dataclass(frozen=True)
@@ -171,57 +163,20 @@ def _record(
     return {column: _value(spec, column, cells[index]) for column, index in positions.items()}
 
 
-def _records(
-    reader: Iterator[list[str]], lines: Callable[[], int]
-) -> Iterator[tuple[int, list[str], bool]]:
-    """(line, cells, is_last) of each non-blank record; ``lines()`` is the reader's
-    line count, read as each record ends."""
-    previous: tuple[int, list[str]] | None = None
-    for cells in reader:
-        if not cells:
-            continue
-        if previous is not None:
-            yield (*previous, False)
-        previous = (lines(), cells)
-    if previous is not None:
-        yield (*previous, True)
-
-
 def read_csv_text(spec: CsvSpec, text: str, set_aside: SetAside) -> pa.Table:
     """Parse one CSV document against ``spec``, quarantining malformed records through
     ``set_aside``."""
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = next(reader, None)
-        positions = _positions(spec, header)
-        width = len(header or [])
-        columns: dict[str, list[object]] = {c: [] for c in spec.columns}
-        for line, cells, last in _records(reader, lambda: reader.line_num):
-            try:
-                row = _record(spec, positions, width, cells)
-            except BadRecord as bad:
-                if last and not text.endswith(LINE_BREAKS):
-                    reason = f"the file ends inside its last record, which is cut short ({bad})"
-                    raise ParseError(NAME, spec.key, reason, line=line) from None
-                set_aside(str(bad), line)
-                continue
-            for column, value in row.items():
-                columns[column].append(value)
-    except csv.Error as error:
-        reason = _csv_problem(error, text, reader.line_num)
-        raise ParseError(NAME, spec.key, reason, line=reader.line_num) from None
+    document = CsvRecords(text, NAME, spec.key)
+    header = document.header()
+    positions = _positions(spec, header)
+    convert = partial(_record, spec, positions, len(header or []))
+    columns: dict[str, list[object]] = {c: [] for c in spec.columns}
+    for _line, row in document.converted(convert, set_aside):
+        for column, value in row.items():
+            columns[column].append(value)
     if not columns[next(iter(spec.columns))]:
         raise ParseError(NAME, spec.key, "the file has a header but no rows")
     return pa.table({c: pa.array(v, spec.columns[c]) for c, v in columns.items()})
-
-
-def _csv_problem(error: csv.Error, text: str, line: int) -> str:
-    """Why the CSV does not parse; an error on the last line means the file ends inside
-    a quoted value (cut short, or a quote opened earlier never closed)."""
-    lines = text.count("\n") + (not text.endswith("\n"))
-    if line >= lines:
-        return f"malformed CSV: the file ends inside a quoted value, cut short ({error})"
-    return f"malformed CSV ({error})"
 
 
 def read_csv(ctx: ParseContext, spec: CsvSpec) -> pa.Table:

@@ -25,11 +25,9 @@ file ends inside it without a line break (a download cut short).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from pathlib import Path
 from typing import TypeVar
@@ -39,6 +37,7 @@ from metabundle.sources.dbgap.accessions import StudyVersion
 from metabundle.sources.dbgap.rows import Row, SetAside
 from metabundle.sources.dbgap.text import clean
 from metabundle.sources.dbgap.xmlread import SOURCE
+from metabundle.sources.records import BadRecord, CsvRecords
 
 MIRROR_PATH = "dbgap/advanced_search/studies.csv"
 ADVANCED_SEARCH_PAGE = "https://www.ncbi.nlm.nih.gov/gap/advanced_search/"
@@ -70,12 +69,7 @@ SEMICOLON_RE = re.compile(r"\s*;\s*")
 COUNT_RE = re.compile(r"(\d+)\s+(.+)")
 ANCESTRY_RE = re.compile(r"\s*([^,()]+?)\s*\((\d+)\)")
 T = TypeVar("T")
-LINE_BREAKS = ("\n", "\r")
 ACRONYM_RE = re.compile(r"\(([A-Za-z][A-Za-z0-9&/+.-]{2,29})\)")
-
-
-class BadRecord(ValueError):
-    """One record of the export is malformed; the message is the reason."""
 
 
 def read_studies_csv(path: Path, name: str, set_aside: SetAside) -> dict[str, Row]:
@@ -99,38 +93,21 @@ def _read(
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise ParseError(SOURCE, name, f"not UTF-8 text ({error.reason})") from None
+    document = CsvRecords(text, SOURCE, name)
+    header = _check_header(document.header(), name)
+
+    def keyed(cells: list[str]) -> tuple[str, T]:
+        record = _record(header, cells)
+        return _study(record).base, convert(record)
+
     studies: dict[str, T] = {}
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    try:
-        header = _check_header(next(reader, None), name)
-        for line, cells, last in _records(reader, lambda: reader.line_num):
-            try:
-                record = _record(header, cells)
-                base, value = _study(record).base, convert(record)
-            except BadRecord as bad:
-                if last and not text.endswith(LINE_BREAKS):
-                    reason = f"the file ends inside its last record, which is cut short ({bad})"
-                    raise ParseError(SOURCE, name, reason, line=line) from None
-                set_aside(str(bad), line)
-                continue
-            if base in studies:
-                raise ParseError(SOURCE, name, f"{base} is listed twice", line=line)
-            studies[base] = value
-    except csv.Error as error:
-        reason = _csv_problem(error, text, reader.line_num)
-        raise ParseError(SOURCE, name, reason, line=reader.line_num) from None
+    for line, (base, value) in document.converted(keyed, set_aside):
+        if base in studies:
+            raise ParseError(SOURCE, name, f"{base} is listed twice", line=line)
+        studies[base] = value
     if not studies:
         raise ParseError(SOURCE, name, "the export lists no studies")
     return studies
-
-
-def _csv_problem(error: csv.Error, text: str, line: int) -> str:
-    """Why the CSV does not parse; an error on the last line means the file ends inside
-    a quoted value (cut short, or a quote opened earlier never closed)."""
-    lines = text.count("\n") + (not text.endswith("\n"))
-    if line >= lines:
-        return f"malformed CSV: the file ends inside a quoted value, cut short ({error})"
-    return f"malformed CSV ({error})"
 
 
 def _check_header(fields: list[str] | None, name: str) -> list[str]:
@@ -138,22 +115,6 @@ def _check_header(fields: list[str] | None, name: str) -> list[str]:
     if missing:
         raise ParseError(SOURCE, name, f"column {missing[0]!r} is missing", line=1)
     return fields or []
-
-
-def _records(
-    reader: Iterator[list[str]], lines: Callable[[], int]
-) -> Iterator[tuple[int, list[str], bool]]:
-    """(line, cells, is_last) of each non-blank record; ``lines()`` is the reader's
-    line count, read as each record ends."""
-    previous: tuple[int, list[str]] | None = None
-    for cells in reader:
-        if not cells:
-            continue
-        if previous is not None:
-            yield (*previous, False)
-        previous = (lines(), cells)
-    if previous is not None:
-        yield (*previous, True)
 
 
 def _record(header: Sequence[str], cells: list[str]) -> dict[str, str]:

@@ -35,26 +35,19 @@ import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import duckdb
 
 from metabundle.errors import ParseError
 from metabundle.schemas import Table, duckdb_type, quote_identifier
 from metabundle.schemas.omop import OMOP_DRUG_STRENGTH, OMOP_TABLES
-from metabundle.sources.base import QUARANTINE_LIMIT
+from metabundle.sources import records
+from metabundle.sources.records import Quarantine, rejects_limit
 
 SOURCE = "omop"
 PLACEHOLDER_HEADER = re.compile(r"COLUMN\d+")
 REJECTS = "omop_rejects"
 REJECT_SCANS = "omop_reject_scans"
-READ_CHUNK = 1 << 20
-
-
-class Quarantine(Protocol):
-    """Sets aside one malformed record of a file (``ParseContext.quarantine``)."""
-
-    def __call__(self, file: str, reason: str, *, line: int | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -181,14 +174,6 @@ def _read_csv_sql(path: Path, table: Table, header: Header) -> str:
     return f"read_csv({', '.join(options)})"
 
 
-def rejects_limit(columns: int) -> int:
-    """How many errors the reader notes before it stops noting them (it still skips
-    the records). A record has at most one error per column plus one for its shape or
-    encoding, so reaching this limit means more than :data:`QUARANTINE_LIMIT` records,
-    which fails the file: what is noted below it is complete."""
-    return (QUARANTINE_LIMIT + 1) * (columns + 2)
-
-
 def typed_rows_sql(path: Path, table: Table, header: Header, export_rank: int) -> str:
     """SQL selecting the file's rows typed as ``table`` plus the export's rank; the
     records it rejects are listed in :data:`REJECTS` (drop it before each read)."""
@@ -231,30 +216,13 @@ def set_aside_rejects(
 ) -> None:
     """Quarantine each record the last read rejected (by its first error), unless the
     rejects show the file itself is bad (see the module docstring)."""
-    rejects = [
-        (line, kind, _reason(message, header))
-        for line, kind, message in con.execute(
-            f"SELECT line, error_type, error_message FROM {REJECTS} "
-            "QUALIFY row_number() OVER (PARTITION BY line ORDER BY byte_position) = 1 "
-            "ORDER BY line"
-        ).fetchall()
-    ]
-    final = _final_line(source.path) if rejects else None
-    for line, kind, reason in rejects:
-        if line == final:
-            cut = f"the file ends inside its last record, which is cut short ({reason})"
-            raise ParseError(SOURCE, source.label, cut, line=line)
-        if kind == "UNQUOTED VALUE":
-            raise ParseError(SOURCE, source.label, f"a quote is never closed ({reason})", line=line)
-    for line, _kind, reason in rejects:
-        quarantine(source.key, reason, line=line)
-
-
-def _final_line(path: Path) -> int | None:
-    """The number of the file's last line when no line break ends it, else None."""
-    breaks, last = 0, b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(READ_CHUNK):
-            breaks += chunk.count(b"\n")
-            last = chunk[-1:]
-    return None if last == b"\n" else breaks + 1
+    records.set_aside_rejects(
+        con,
+        REJECTS,
+        source.path,
+        lambda _column, message: _reason(message, header),
+        quarantine,
+        source=SOURCE,
+        label=source.label,
+        key=source.key,
+    )

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Mapping
-from pathlib import Path
 
 import duckdb
 
 from metabundle.errors import ParseError
-from metabundle.sources.base import QUARANTINE_LIMIT, ParseContext
+from metabundle.sources.base import ParseContext
+from metabundle.sources.records import rejects_limit, set_aside_rejects
 from metabundle.sources.ukb.categories import SEPARATOR
 from metabundle.sources.ukb.files import LEGACY_COLUMNS
 from metabundle.sources.ukb.tsv import SOURCE, TsvFile, require_columns
 
 INTEGER_COLUMNS = ("FieldID", "Category")
-READ_CHUNK = 1 << 20
 
 
 def _header(file: TsvFile) -> list[str]:
@@ -60,47 +59,21 @@ def load_legacy(ctx: ParseContext, file: TsvFile | None) -> None:
         """,
         [str(file.path)],
     )
-    _set_aside_rejects(ctx, file)
+    set_aside_rejects(
+        con,
+        "legacy_rejects",
+        file.path,
+        _describe,
+        ctx.quarantine,
+        source=SOURCE,
+        label=file.key,
+        key=file.key,
+    )
 
 
-def rejects_limit(columns: int) -> int:
-    """How many errors the reader notes before it stops noting them (it still skips
-    the records). A record has at most one error per column plus one for its shape or
-    encoding, so reaching this limit means more than :data:`QUARANTINE_LIMIT` records,
-    which fails the file: what is noted below it is complete."""
-    return (QUARANTINE_LIMIT + 1) * (columns + 2)
-
-
-def _set_aside_rejects(ctx: ParseContext, file: TsvFile) -> None:
-    """Quarantine each record the reader rejected (its first error), unless the
-    rejects say the file itself is bad."""
-    rejects = [
-        (line, kind, f"column {column!r}: {message}" if column else message)
-        for line, kind, column, message in ctx.con.execute(
-            "SELECT line, error_type, column_name, error_message FROM legacy_rejects "
-            "QUALIFY row_number() OVER (PARTITION BY line ORDER BY byte_position) = 1 "
-            "ORDER BY line"
-        ).fetchall()
-    ]
-    final = _final_line(file.path) if rejects else None
-    for line, kind, reason in rejects:
-        if line == final:
-            cut = f"the file ends inside its last record, which is cut short ({reason})"
-            raise ParseError(SOURCE, file.key, cut, line=line)
-        if kind == "UNQUOTED VALUE":
-            raise ParseError(SOURCE, file.key, f"a quote is never closed ({reason})", line=line)
-    for line, _kind, reason in rejects:
-        ctx.quarantine(file.key, reason, line=line)
-
-
-def _final_line(path: Path) -> int | None:
-    """The number of the file's last line when no line break ends it, else None."""
-    breaks, last = 0, b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(READ_CHUNK):
-            breaks += chunk.count(b"\n")
-            last = chunk[-1:]
-    return None if last == b"\n" else breaks + 1
+def _describe(column: str | None, message: str) -> str:
+    """A rejected record's reason: DuckDB's message, after the column it names."""
+    return f"column {column!r}: {message}" if column else message
 
 
 def leaf_paths(con: duckdb.DuckDBPyConnection) -> Mapping[int, tuple[str, ...]]:

@@ -21,21 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import duckdb
 
 from metabundle.errors import ParseError
 from metabundle.schemas import quote_identifier
 from metabundle.sources.base import QUARANTINE_LIMIT
+from metabundle.sources.records import Quarantine, cut_short
 
 SOURCE = "ukb"
-
-
-class Quarantine(Protocol):
-    """Sets aside one malformed record of a file (``ParseContext.quarantine``)."""
-
-    def __call__(self, file: str, reason: str, *, line: int | None = None) -> None: ...
 
 
 def skip_record(file: str, reason: str, *, line: int | None = None) -> None:
@@ -234,12 +228,7 @@ def _set_aside(
     ).fetchall()
     for file, line, final, why in broken:
         if final:
-            raise ParseError(
-                SOURCE,
-                file,
-                f"the file ends inside its last record, which is cut short ({why})",
-                line=line,
-            )
+            raise ParseError(SOURCE, file, cut_short(why), line=line)
         quarantine(file, why, line=line)
     if broken:
         con.execute(f"DELETE FROM {table} WHERE {where}")
