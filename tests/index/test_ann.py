@@ -79,7 +79,7 @@ def test_sidecar_describes_the_index(built: Path, index: AnnIndex) -> None:
     assert info["dtype"] == ("f16" if index.backend == "usearch" else "f32")
     assert info["metric"] in ("cos", "ip")
     assert info["params"]["connectivity"] == 16
-    assert info["params"]["expansion_search"] == 64
+    assert info["params"]["expansion_search"] == 128
     assert len(index) == N and index.dimension == DIM
     assert sorted(p.name for p in built.parent.iterdir()) == ["docs.index", "docs.json"]
 
