@@ -18,14 +18,15 @@ from metabundle.config import make_settings
 from metabundle.db import connect
 from metabundle.errors import ConfigError, ParseError
 from metabundle.sources.base import ParseContext, SearchDocContext
-from metabundle.sources.dbgap import SOURCE
+from metabundle.sources.dbgap import SOURCE, studies_csv
 from metabundle.sources.dbgap.accessions import StudyVersion
 from metabundle.sources.dbgap.data_dict import read_data_dict
 from metabundle.sources.dbgap.datasets import is_data_dict
-from metabundle.sources.dbgap.fetch import SAMPLE_STUDIES
+from metabundle.sources.dbgap.fetch import SAMPLE_STUDIES, csv_public_url
 from metabundle.sources.dbgap.rows import Tables
 from metabundle.sources.dbgap.studies_csv import read_studies_csv
 from metabundle.sources.http import sha256_file
+from metabundle.sources.layout import Upstream
 from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 from tests.support.servers import serve_directory
@@ -144,16 +145,18 @@ def test_unknown_or_malformed_studies_are_config_errors(
         build(mirror_url, tmp_path, studies=studies)
 
 
-def test_public_upstream_needs_the_export_url(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_public_upstream_reads_the_published_export_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("METABUNDLE_DBGAP_STUDIES_CSV_URL", raising=False)
-    monkeypatch.delenv("METABUNDLE_UPSTREAM", raising=False)
-    settings = make_settings(
-        available_sources=source_names(), out_dir=tmp_path, sources=("dbgap",), upstream=""
+    assert csv_public_url() == studies_csv.DEFAULT_PUBLIC_URL
+    assert (
+        Upstream()
+        .url(studies_csv.MIRROR_PATH, csv_public_url())
+        .startswith("https://raw.githubusercontent.com/NIH-NCPI/ncpi-dataset-catalog/")
     )
-    with pytest.raises(ConfigError, match="METABUNDLE_DBGAP_STUDIES_CSV_URL"):
-        fetch_source("dbgap", settings, lambda _: None)
+    monkeypatch.setenv("METABUNDLE_DBGAP_STUDIES_CSV_URL", "file:///data/studies.csv")
+    assert csv_public_url() == "file:///data/studies.csv"
 
 
 # -- studies and the versions rule -----------------------------------------------------

@@ -78,24 +78,16 @@ def choose_selection(studies: tuple[str, ...], profile: str) -> Selection:
     return Selection("sample", tuple(StudySelector.parse(s) for s in SAMPLE_STUDIES))
 
 
-def csv_public_url(ctx: FetchContext) -> str:
-    """Where the Advanced Search export is read from without a mirror."""
-    url = env(studies_csv.URL_VARIABLE)
-    if url:
-        return url
-    if ctx.upstream.is_mirror:
-        return studies_csv.ADVANCED_SEARCH_PAGE
-    raise ConfigError(
-        "dbGaP's Advanced Search studies CSV has no public download URL (it is saved from "
-        f"{studies_csv.ADVANCED_SEARCH_PAGE}); set METABUNDLE_{studies_csv.URL_VARIABLE} "
-        "to its location or build from a mirror with --upstream"
-    )
+def csv_public_url() -> str:
+    """Where the Advanced Search export is read from without a mirror: the address in
+    ``METABUNDLE_DBGAP_STUDIES_CSV_URL``, else the NCPI catalog's published snapshot."""
+    return env(studies_csv.URL_VARIABLE) or studies_csv.DEFAULT_PUBLIC_URL
 
 
 def fetch(ctx: FetchContext) -> RawSnapshot:
     """Download the export, then every file of every selected study version."""
     selection = choose_selection(ctx.settings.dbgap_studies, ctx.settings.profile)
-    export = ctx.get(studies_csv.MIRROR_PATH, csv_public_url(ctx))
+    export = ctx.get(studies_csv.MIRROR_PATH, csv_public_url())
     listed = studies_csv.export_versions(export.path, export.key)
     current = {base: version for base, (version, _released) in listed.items()}
     on_ftp = {name.rstrip("/") for name in _listing(ctx, "") if name.startswith("phs")}

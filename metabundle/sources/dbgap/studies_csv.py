@@ -2,9 +2,10 @@
 
 The export is what the "Save CSV" button of https://www.ncbi.nlm.nih.gov/gap/advanced_search/
 writes; dbGaP documents no URL or API for it (the download is built in the browser
-session), so a build against the public upstream needs the export's address in
-``METABUNDLE_DBGAP_STUDIES_CSV_URL`` (any http(s) or ``file://`` URL); a mirror serves
-it at ``dbgap/advanced_search/studies.csv``.
+session). A build against the public upstream therefore reads the snapshot of the
+export that the NIH NCPI dataset catalog publishes (:data:`DEFAULT_PUBLIC_URL`), unless
+``METABUNDLE_DBGAP_STUDIES_CSV_URL`` names a fresher one (any http(s) or ``file://``
+URL); a mirror serves it at ``dbgap/advanced_search/studies.csv``.
 
 Columns: accession, name, description (cut to about 350 characters by dbGaP),
 Parent study (``Name (phs….v….p…)`` or ``Not Applicable``), Study Disease/Focus (MeSH
@@ -40,8 +41,11 @@ from metabundle.sources.dbgap.xmlread import SOURCE
 from metabundle.sources.records import BadRecord, CsvRecords
 
 MIRROR_PATH = "dbgap/advanced_search/studies.csv"
-ADVANCED_SEARCH_PAGE = "https://www.ncbi.nlm.nih.gov/gap/advanced_search/"
 URL_VARIABLE = "DBGAP_STUDIES_CSV_URL"
+DEFAULT_PUBLIC_URL = (
+    "https://raw.githubusercontent.com/NIH-NCPI/ncpi-dataset-catalog/main/"
+    "catalog-build/source/2026-01-27-dbgap-advanced-search.csv"
+)
 
 COLUMNS = (
     "accession",
