@@ -88,7 +88,7 @@ def dbgap_tokens(settings: BuildSettings) -> Tokens:
         names = sorted(name.rstrip("/") for name in studies if name.startswith("phs"))
         tokens["ftp_studies"] = f"{len(names)}:{_digest(names)}"
         try:
-            export = ctx.get(studies_csv.MIRROR_PATH, csv_public_url(ctx))
+            export = ctx.get(studies_csv.MIRROR_PATH, csv_public_url())
             tokens["advanced_search_export"] = export.sha256
         except MetabundleError:
             pass  # no export URL configured against the public upstream: the FTP decides
