@@ -6,12 +6,10 @@ import hashlib
 from pathlib import Path
 
 from metabundle.db import connect
+from metabundle.digest import sha256_file
 from metabundle.schemas import get_table, quote_identifier
-from metabundle.sources.http import sha256_file
 
 SUMS_FILE = "SHA256SUMS"
-
-__all__ = ["SUMS_FILE", "read_sums", "sha256_file", "table_fingerprint", "write_sums"]
 
 
 def write_sums(root: Path, files: list[str]) -> None:

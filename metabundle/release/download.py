@@ -27,8 +27,9 @@ import httpx
 import zstandard
 
 from metabundle import __version__
+from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
-from metabundle.release.checksums import SUMS_FILE, sha256_file
+from metabundle.release.checksums import SUMS_FILE
 from metabundle.release.pointer import point_current
 from metabundle.release.publish import FILES_FILE, LATEST_FILE, RELEASES_DIR, SITE_FORMAT
 from metabundle.release.verify import verify_release

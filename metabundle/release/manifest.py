@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
 from metabundle.schemas import Target, datapackage_resource, get_table
-from metabundle.sources.http import sha256_file
 
 MANIFEST_FILE = "manifest.json"
 DATAPACKAGE_FILE = "datapackage.json"

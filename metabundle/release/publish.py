@@ -32,8 +32,9 @@ from typing import Any
 import zstandard
 
 from metabundle.config import env
+from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
-from metabundle.release.checksums import SUMS_FILE, read_sums, sha256_file
+from metabundle.release.checksums import SUMS_FILE, read_sums
 from metabundle.release.manifest import MANIFEST_FILE, read_json_document, read_manifest
 from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release

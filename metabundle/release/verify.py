@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
 from metabundle.release.manifest import MANIFEST_FILE, read_manifest
-from metabundle.sources.http import sha256_file
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -21,8 +21,10 @@ from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ParseError
 from metabundle.release.staging import StagedTable, TableData, stage_table
-from metabundle.sources.http import Fetcher
 from metabundle.sources.layout import Upstream
+
+if TYPE_CHECKING:  # the fetcher (httpx) is not imported where a release is only read
+    from metabundle.sources.http import Fetcher
 
 Reporter = Callable[[str], None]
 QUARANTINE_LIMIT = 100

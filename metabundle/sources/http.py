@@ -26,6 +26,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import httpx
 
 from metabundle import __version__
+from metabundle.digest import sha256_file
 from metabundle.errors import FetchError
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -66,15 +67,6 @@ class FetchedFile:
         data = asdict(self)
         data["path"] = str(self.path)
         return data
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(CHUNK_BYTES), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _now() -> str:

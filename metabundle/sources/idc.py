@@ -15,6 +15,7 @@ import duckdb
 import idc_index_data
 
 from metabundle.db import connect
+from metabundle.digest import sha256_file
 from metabundle.sources.base import (
     FetchContext,
     ParseContext,
@@ -22,7 +23,6 @@ from metabundle.sources.base import (
     SearchDocContext,
     SourceSpec,
 )
-from metabundle.sources.http import sha256_file
 
 NAME = "idc"
 INDICES = ("collections_index", "analysis_results_index", "idc_index", "version_metadata_index")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,3 +106,22 @@ def test_a_bad_http_address_is_a_usage_error(release_path: Path) -> None:
     result = run_cli("mcp", "--release", str(release_path), "--http", "localhost", timeout=60)
     assert result.returncode == 2
     assert "expected HOST:PORT" in result.stderr
+
+
+# Fetch-side packages: httpx alone imports rich and pygments (its command line), about
+# 0.15 s of every server start on the development machine.
+FETCH_ONLY_MODULES = ("httpx", "rich", "pygments", "metabundle.sources.http")
+
+
+def test_serving_a_release_imports_no_fetch_code():
+    """The MCP server and every tool load without the fetcher and its HTTP client."""
+    probe = (
+        "import sys, metabundle.mcp.server\n"
+        "from metabundle.search.tools import all_tools\n"
+        "all_tools()\n"
+        f"print(sorted(m for m in {FETCH_ONLY_MODULES!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=clean_env(), check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -16,6 +16,7 @@ import pytest
 
 from metabundle.config import make_settings
 from metabundle.db import connect
+from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ParseError
 from metabundle.sources.base import ParseContext, SearchDocContext
 from metabundle.sources.dbgap import SOURCE, studies_csv
@@ -25,7 +26,6 @@ from metabundle.sources.dbgap.datasets import is_data_dict
 from metabundle.sources.dbgap.fetch import SAMPLE_STUDIES, csv_public_url
 from metabundle.sources.dbgap.rows import Tables
 from metabundle.sources.dbgap.studies_csv import read_studies_csv
-from metabundle.sources.http import sha256_file
 from metabundle.sources.layout import Upstream
 from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source

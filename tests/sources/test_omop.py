@@ -21,11 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from metabundle.config import make_settings
+from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ParseError
 from metabundle.schemas import get_table
 from metabundle.schemas.model import ColumnType
 from metabundle.sources.base import QUARANTINE_LIMIT, SearchDocContext
-from metabundle.sources.http import sha256_file
 from metabundle.sources.registry import get_source, source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 

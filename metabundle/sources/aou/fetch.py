@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from metabundle.config import env
+from metabundle.digest import sha256_file
 from metabundle.sources.aou.api import OPENAPI, OPENAPI_PATH, fetch_counts
 from metabundle.sources.base import FetchContext, RawSnapshot
-from metabundle.sources.http import sha256_file
 
 REPOSITORY_RAW = "https://raw.githubusercontent.com/all-of-us/data-browser"
 DEFAULT_REF = "c2266b62"

@@ -28,9 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ParseError
 from metabundle.sources.base import FetchContext, RawFile
-from metabundle.sources.http import sha256_file
 from metabundle.sources.omop.athena import SOURCE, TABLE_FILES
 
 ATHENA_URL = "https://athena.ohdsi.org/vocabulary/list"
