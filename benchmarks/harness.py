@@ -3,7 +3,8 @@
 :func:`run` returns the report: the headline keys at the top level
 (``keyword_p50_ratio_vs_fts5``, ``ann_recall_at_10``, ``ann_p50_ms``,
 ``ann_p50_ratio_vs_raw``, ``semantic_path_recall_at_10``, ``semantic_path_p50_ms``,
-``hybrid_p50_ms``, ``open_release_s``, ``open_release_hybrid_s``, ``serve_rss_mb``,
+``hybrid_p50_ms``, ``open_release_s``, ``open_release_hybrid_s``, ``mcp_tools_list_s``,
+``mcp_tools_list_ratio_vs_sdk_import``, ``serve_rss_mb``,
 ``embed_texts_per_s``, ``build_docs_per_s``, ``omop_ingest``, ``ndcg_at_10``,
 ``recall_at_10``, ``fusion_winner``, ``eval_id_problems``), the full detail of each
 section under ``sections``, the machine, the configuration, a calibration at the start
@@ -45,6 +46,9 @@ def _serving(release: Release, path: Path, config: Config) -> dict[str, Any]:
     return {
         "latency": serving.search_latency(release, config.serve_queries, config.profile_queries),
         "first_answer": serving.first_answer(
+            path, config.open_repeats, profile=config.profile_queries > 0
+        ),
+        "mcp_start": serving.mcp_start(
             path, config.open_repeats, profile=config.profile_queries > 0
         ),
         "memory": serving.serving_memory(path, config.serve_queries),
@@ -144,6 +148,8 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
         out["hybrid_p50_ms"] = serve["latency"]["latency"]["hybrid"]["p50_ms"]
         out["open_release_s"] = serve["first_answer"]["keyword"]["wall_s"]
         out["open_release_hybrid_s"] = serve["first_answer"]["hybrid"]["wall_s"]
+        out["mcp_tools_list_s"] = serve["mcp_start"]["tools_list_s"]
+        out["mcp_tools_list_ratio_vs_sdk_import"] = serve["mcp_start"]["ratio_vs_sdk_import"]
         out["serve_rss_mb"] = serve["memory"]["rss_mb"]
     if "embed" in sections:
         out["embed_texts_per_s"] = {
@@ -212,6 +218,8 @@ def render(report: dict[str, Any]) -> str:
         "hybrid_p50_ms",
         "open_release_s",
         "open_release_hybrid_s",
+        "mcp_tools_list_s",
+        "mcp_tools_list_ratio_vs_sdk_import",
         "serve_rss_mb",
         "embed_texts_per_s",
         "build_docs_per_s",

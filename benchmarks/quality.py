@@ -22,15 +22,15 @@ relevant ids in the top 10) and MRR, overall and per query kind.
 
 **Fusion grid** (:func:`fusion_grid`): hybrid weights are chosen by measurement. Within
 the scope the source's hybrid tool searches (its filter mask, its keyword generator),
-alternative fusions are evaluated on the same queries: weighted ``w_kw/w_sem`` through
-the production :func:`metabundle.search.retrieval.rank` (BM25 / best BM25, cosine
-clipped at 0), reciprocal rank (``rrf``, k=60) likewise, and ``minmax``: cosine min-max
-normalised per query over the semantic candidates, implemented here over the same
-public candidate generators. Exact identifier matches rank first in all of them, as in
-``rank``. Source-specific extras of a tool (UK Biobank alias boosts, All of Us title
-fallback, answer folding, intent bonus and diversity, OMOP grounding tiers) are not in
-the grid, so a grid row can differ from the tool's own hybrid figure; the row named
-after the production fusion shows by how much.
+alternative fusions are evaluated on the same queries, all through the production
+:func:`metabundle.search.retrieval.rank`: ``weighted`` ``w_kw/w_sem`` (BM25 / best BM25,
+raw cosine clipped at 0), ``minmax`` with the same weights (cosine min-max scaled per
+query over the semantic candidates, ``Fusion.scale_semantic``) and reciprocal rank
+(``rrf``, k=60). Exact identifier matches rank first in all of them, as in ``rank``.
+Source-specific extras of a tool (UK Biobank alias boosts, All of Us title fallback,
+answer folding, intent bonus and diversity, OMOP grounding tiers) are not in the grid,
+so a grid row can differ from the tool's own hybrid figure; the row named after the
+production fusion shows by how much.
 
 :func:`check_ids` compares each set's ids with the release's ``search_doc``.
 """
@@ -51,21 +51,16 @@ import numpy as np
 from benchmarks.common import REPO, SEED, latency, timed
 from metabundle.search.release import Release
 from metabundle.search.retrieval import (
-    MIN_POOL,
     RRF,
     Fusion,
     KeywordSearch,
-    exact_matches,
-    keyword_candidates,
     mask_from_sql,
     rank,
-    semantic_candidates,
 )
 from metabundle.search.tools import call_tool
 
 EVAL_DIR = REPO / "tests" / "eval"
 K = 10
-POOL = max(MIN_POOL, K * 5)  # what rank() pools for limit=10
 BOOTSTRAP = 2000
 
 
@@ -418,42 +413,17 @@ def via_rank(method: str, fusion: Fusion = RRF) -> Ranker:
     return ranker
 
 
-def minmax_cosine(keyword_weight: float) -> Ranker:
-    """Weighted fusion with the cosine min-max normalised over the query's semantic
-    candidates (keyword: BM25 / best BM25, as in production); exact matches first."""
-
-    def ranker(release: Release, query: str, scope: Scope) -> list[int]:
-        keyword = (scope.keyword_search or keyword_candidates)(release, query, scope.mask, POOL)
-        semantic = semantic_candidates(release, query, scope.mask, POOL)
-        top = max((s for _, s in keyword), default=0.0) or 1.0
-        cosines = [s for _, s in semantic]
-        low, high = (min(cosines), max(cosines)) if cosines else (0.0, 1.0)
-        spread = (high - low) or 1.0
-        fused: dict[int, float] = defaultdict(float)
-        for docno, score in keyword:
-            fused[docno] += keyword_weight * score / top
-        for docno, score in semantic:
-            fused[docno] += (1.0 - keyword_weight) * (score - low) / spread
-        ordered = sorted(fused, key=lambda d: (-fused[d], d))
-        exact = exact_matches(release, query, scope.mask)
-        return (exact + [d for d in ordered if d not in set(exact)])[:K]
-
-    return ranker
-
-
 def grid_rankers(production: Fusion) -> dict[str, Ranker]:
     """The fusions compared; ``production`` names the source's own hybrid weights."""
     rankers: dict[str, Ranker] = {
         "keyword_only": via_rank("keyword"),
         "semantic_only": via_rank("semantic"),
     }
-    for kw in (0.3, 0.5, 0.6, 0.7):
-        rankers[f"weighted_{kw:.1f}/{1 - kw:.1f}"] = via_rank(
-            "hybrid", Fusion("weighted", kw, round(1 - kw, 2))
-        )
+    for scaled, name in ((False, "weighted"), (True, "minmax")):
+        for kw in (0.3, 0.5, 0.6, 0.7):
+            fusion = Fusion("weighted", kw, round(1 - kw, 2), scale_semantic=scaled)
+            rankers[f"{name}_{kw:.1f}/{1 - kw:.1f}"] = via_rank("hybrid", fusion)
     rankers["rrf_k60"] = via_rank("hybrid", RRF)
-    for kw in (0.3, 0.5):
-        rankers[f"minmax_{kw:.1f}/{1 - kw:.1f}"] = minmax_cosine(kw)
     rankers["production"] = via_rank("hybrid", production)
     return rankers
 

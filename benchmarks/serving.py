@@ -9,6 +9,11 @@
   (keyword, then separately hybrid, which also loads the ANN index and the embedding
   model); the median of a few runs. The baseline is the same interpreter running
   ``pass``.
+* :func:`mcp_start`: wall time from spawning ``metabundle mcp`` (stdio) until it has
+  answered ``initialize`` and ``tools/list``, the median of a few runs, beside two
+  baselines in the same run: the bare interpreter and a process that only imports the
+  ``mcp`` SDK's server package (the floor any server on this SDK pays), with an
+  ``-X importtime`` breakdown of the server module.
 * :func:`serving_memory`: a child opens the release, records its RSS, runs a mixed
   load (each evaluation query through every method of its source's tools, round
   robin over sources) and reports its RSS and peak RSS after it.
@@ -23,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import chain, zip_longest
 from pathlib import Path
 from typing import Any
@@ -153,19 +160,28 @@ def _first(release_path: Path, method: str, env: dict[str, str]) -> tuple[float,
     return wall, json.loads(stdout)
 
 
-def first_answer(release_path: Path, repeats: int, profile: bool = True) -> dict[str, Any]:
-    """Median wall time of a new process to answer its first query, per method.
-
-    Children write and reuse compiled bytecode in a temporary ``PYTHONPYCACHEPREFIX``
-    (as an installed package would have it, whatever ``PYTHONDONTWRITEBYTECODE`` says
-    here); the first, uncached run is reported apart as ``cold_wall_s``.
-    """
+@contextmanager
+def bytecode_cached_env() -> Iterator[dict[str, str]]:
+    """A child environment that writes and reuses compiled bytecode in a temporary
+    ``PYTHONPYCACHEPREFIX`` (as an installed package has it, whatever
+    ``PYTHONDONTWRITEBYTECODE`` says here)."""
     with tempfile.TemporaryDirectory(prefix="bench-pycache-") as pycache:
         env = child_env()
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = pycache
-        baseline = [_spawn(["-c", "pass"], env)[0] for _ in range(repeats)]
-        out: dict[str, Any] = {"repeats": repeats, "python_start_s": round(min(baseline), 3)}
+        yield env
+
+
+def python_start_s(env: dict[str, str], repeats: int) -> float:
+    """The fastest of ``repeats`` bare interpreter starts: the start-up baseline."""
+    return round(min(_spawn(["-c", "pass"], env)[0] for _ in range(repeats)), 3)
+
+
+def first_answer(release_path: Path, repeats: int, profile: bool = True) -> dict[str, Any]:
+    """Median wall time of a new process to answer its first query, per method, with
+    a bytecode cache; the first, uncached run is reported apart as ``cold_wall_s``."""
+    with bytecode_cached_env() as env:
+        out: dict[str, Any] = {"repeats": repeats, "python_start_s": python_start_s(env, repeats)}
         out["cold_wall_s"] = round(_first(release_path, "keyword", env)[0], 3)
         for method in ("keyword", "hybrid"):
             runs = sorted(_first(release_path, method, env) for _ in range(repeats))
@@ -183,6 +199,69 @@ def first_answer(release_path: Path, repeats: int, profile: bool = True) -> dict
             _, stdout, stderr = _spawn([*profiled, "keyword", FIRST_QUERY], env)
             out["imports_s"] = import_breakdown(stderr)
             out["open_and_query_profile"] = json.loads(stdout)
+    return out
+
+
+MCP_SERVER = ["-c", "from metabundle.cli import main; main()", "mcp", "--release"]
+MCP_SDK_IMPORT = ["-c", "import mcp.server.mcpserver"]
+MCP_PROTOCOL_VERSION = "2025-06-18"
+
+
+def _mcp_list_tools(release_path: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """Spawn ``metabundle mcp`` over stdio; seconds until its ``initialize`` answer and
+    until its ``tools/list`` answer, and the number of tools listed."""
+    start = time.perf_counter()
+    server = subprocess.Popen(
+        [sys.executable, *MCP_SERVER, str(release_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    assert server.stdin is not None and server.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", **message}) + "\n")
+        server.stdin.flush()
+
+    try:
+        client = {"name": "benchmarks", "version": "0"}
+        params = {"protocolVersion": MCP_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": client}
+        send({"id": 1, "method": "initialize", "params": params})
+        json.loads(server.stdout.readline())
+        initialized = time.perf_counter() - start
+        send({"method": "notifications/initialized"})
+        send({"id": 2, "method": "tools/list"})
+        tools = json.loads(server.stdout.readline())["result"]["tools"]
+        listed = time.perf_counter() - start
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+    return initialized, listed, len(tools)
+
+
+def mcp_start(release_path: Path, repeats: int, profile: bool = True) -> dict[str, Any]:
+    """Median wall time of ``metabundle mcp`` to list its tools, beside the bare
+    interpreter and the ``mcp`` SDK's own import, with a bytecode cache."""
+    with bytecode_cached_env() as env:
+        _mcp_list_tools(release_path, env)  # fills the bytecode cache
+        runs = sorted(_mcp_list_tools(release_path, env) for _ in range(repeats))
+        initialized, listed, tools = runs[repeats // 2]
+        sdk = sorted(_spawn(MCP_SDK_IMPORT, env)[0] for _ in range(repeats))[repeats // 2]
+        out: dict[str, Any] = {
+            "repeats": repeats,
+            "tools": tools,
+            "initialize_s": round(initialized, 3),
+            "tools_list_s": round(listed, 3),
+            "python_start_s": python_start_s(env, repeats),
+            "sdk_import_s": round(sdk, 3),
+        }
+        out["ratio_vs_sdk_import"] = ratio(listed, sdk, 2)
+        out["beyond_sdk_import_s"] = round(listed - sdk, 3)
+        if profile:
+            _, _, stderr = _spawn(["-X", "importtime", "-c", "import metabundle.mcp.server"], env)
+            out["imports_s"] = import_breakdown(stderr)
     return out
 
 

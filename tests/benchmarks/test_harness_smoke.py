@@ -19,6 +19,7 @@ import pytest
 from benchmarks.common import MODES, child_env
 from benchmarks.quality import EVAL_DIR, ndcg, recall, reciprocal_rank
 from metabundle.search.release import Release
+from metabundle.search.tools import all_tools
 
 REPO = Path(__file__).resolve().parents[2]
 HEADLINE = (
@@ -29,6 +30,7 @@ HEADLINE = (
     "semantic_path_recall_at_10",
     "hybrid_p50_ms",
     "open_release_s",
+    "mcp_tools_list_s",
     "serve_rss_mb",
     "embed_texts_per_s",
     "build_docs_per_s",
@@ -98,6 +100,7 @@ def test_speed_and_scale_sections_measured_the_tiny_corpus(tiny_run, release: Re
     assert serving["memory"]["errors"] == 0
     assert serving["first_answer"]["keyword"]["results"] > 0
     assert report["open_release_s"] > serving["first_answer"]["python_start_s"]
+    assert serving["mcp_start"]["tools"] == len(all_tools())  # the real server answered
     assert report["serve_rss_mb"] > 0
 
     for provider in ("wordllama", "minilm"):
