@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +72,6 @@ def _source_names() -> tuple[str, ...]:
     return source_names()
 
 
-def _printer() -> Callable[[str, str], None]:
-    started = time.perf_counter()
-
-    def sink(step: str, text: str) -> None:
-        click.echo(f"[{time.perf_counter() - started:7.1f}s] {step:<16} {text}", err=True)
-
-    return sink
-
-
 def _check_writable(folder: Path, flag: str) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -94,9 +83,15 @@ def _check_writable(folder: Path, flag: str) -> None:
 
 
 def _check_upstream(settings: BuildSettings) -> None:
-    """Fail fast, in one sentence, when a mirror URL given with --upstream is down."""
+    """Fail fast, in one sentence, when a mirror URL given with --upstream is down or,
+    without a mirror, when a public host a selected source needs does not answer."""
     base = settings.upstream.base
-    if base is None or not base.startswith(("http://", "https://")):
+    if base is None:
+        from metabundle.sources.reach import check_public_hosts
+
+        check_public_hosts(settings)
+        return
+    if not base.startswith(("http://", "https://")):
         return
     import httpx
 
@@ -125,7 +120,11 @@ def _settings_from_flags(**flags: Any) -> BuildSettings:
 @click.option("--upstream", help="Mirror base: an http(s) URL or a local folder.")
 @click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Output folder [./build].")
 @click.option("--cache", "cache_dir", type=click.Path(path_type=Path), help="Cache [<out>/cache].")
-@click.option("--profile", type=click.Choice(PROFILES), help="sample (default) or full.")
+@click.option(
+    "--profile",
+    type=click.Choice(PROFILES),
+    help="complete (default: everything upstream publishes) or dev (a small selection).",
+)
 @click.option("--dbgap-studies", help="Comma-separated dbGaP studies (phs000007 or versioned).")
 @click.option(
     "--omop-vocab",
@@ -140,6 +139,7 @@ def build(**flags: Any) -> None:
     """Fetch, parse, index and write a release; prints the release path."""
     from metabundle.pipeline.progress import Progress
     from metabundle.pipeline.run import run_build
+    from metabundle.terminal import build_output
 
     if flags.get("omop_vocab"):
         flags["omop_vocab"] = tuple(str(Path(p).resolve()) for p in flags["omop_vocab"])
@@ -152,7 +152,8 @@ def build(**flags: Any) -> None:
         f"into {settings.out_dir}",
         err=True,
     )
-    release = run_build(settings, Progress(_printer()))
+    sink, live = build_output()
+    release = run_build(settings, Progress(sink, live))
     click.echo(str(release))
 
 

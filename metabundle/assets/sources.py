@@ -24,7 +24,13 @@ from metabundle.pipeline.progress import Progress
 from metabundle.pipeline.resources import BuildConfig
 from metabundle.sources.base import RawSnapshot, SourceSpec
 from metabundle.sources.registry import SOURCES, get_source
-from metabundle.sources.steps import fetch_source, load_staged, parse_source, record_staged
+from metabundle.sources.steps import (
+    fetch_source,
+    load_staged,
+    parse_source,
+    record_staged,
+    unchanged_files,
+)
 
 
 def raw_asset(spec: SourceSpec) -> AssetsDefinition:
@@ -45,7 +51,7 @@ def raw_asset(spec: SourceSpec) -> AssetsDefinition:
             snapshot = fetch_source(spec.name, settings, progress.reporter(step))
             record.reused = {
                 "files": len(snapshot.files),
-                "unchanged": sum(1 for f in snapshot.files if f.reused),
+                "unchanged": unchanged_files(settings, snapshot),
             }
         context.add_output_metadata(
             {

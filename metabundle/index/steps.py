@@ -34,6 +34,7 @@ from metabundle.index.ann import build_ann_index, save_vectors
 from metabundle.index.embed import EmbeddingCache, embed_with_cache, get_embedder
 from metabundle.index.fts import bm25_macro_sql
 from metabundle.index.fts_build import build_fts_tables, write_keyword_arrays
+from metabundle.meter import Meter
 from metabundle.release.staging import stage_table
 from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext
@@ -254,16 +255,18 @@ def build_embeddings(settings: BuildSettings, docs: SearchStage, report: Reporte
             )
         ]
         total = len(texts)
-        done = {"n": 0, "next": 0}
+        meters: list[Meter] = []
 
-        def progress(count: int) -> None:
-            done["n"] += count
-            if done["n"] >= done["next"]:
-                report(f"embedded {done['n']:,} texts")
-                done["next"] = done["n"] + max(5000, total // 10)
+        def start(count: int) -> None:
+            report(f"{count:,} distinct texts to embed ({embedder.model_id})")
+            meters.append(Meter(report, "embedding", count, "texts"))
 
         cache = EmbeddingCache(settings.cache_dir / "embeddings")
-        vectors, stats = embed_with_cache(embedder, texts, cache, progress=progress)
+        vectors, stats = embed_with_cache(
+            embedder, texts, cache, on_start=start, progress=lambda n: meters[-1].advance(n)
+        )
+        for meter in meters:
+            meter.close()
         report(
             f"embeddings: {stats['requested']:,} texts, {stats['cached']:,} from cache, "
             f"{stats['embedded']:,} embedded ({embedder.model_id})"

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from metabundle.meter import LiveFactory, MeteredReporter
+
 logger = logging.getLogger("metabundle.build")
 
 
@@ -34,17 +36,21 @@ class StepRecord:
 class Progress:
     """Collects step records and hands messages to a sink (a logger by default)."""
 
-    def __init__(self, sink: Callable[[str, str], None] | None = None) -> None:
+    def __init__(
+        self, sink: Callable[[str, str], None] | None = None, live: LiveFactory | None = None
+    ) -> None:
         self.sink = sink or (lambda step, text: logger.info("[%s] %s", step, text))
+        self.live = live
         self.records: dict[str, StepRecord] = {}
         self._lock = threading.Lock()
 
     def message(self, step: str, text: str) -> None:
         self.sink(step, text)
 
-    def reporter(self, step: str) -> Callable[[str], None]:
-        """A one-argument callback that reports under ``step``."""
-        return lambda text: self.message(step, text)
+    def reporter(self, step: str) -> MeteredReporter:
+        """A one-argument callback that reports under ``step`` (and shows its meters
+        live where this progress has a live display)."""
+        return MeteredReporter(lambda text: self.message(step, text), self.live)
 
     @contextmanager
     def step(self, name: str) -> Iterator[StepRecord]:

@@ -86,7 +86,8 @@ def summary_lines(report: dict[str, dict[str, Any]], seconds: float) -> list[str
 def _reuse_text(step: str, reused: dict[str, Any]) -> str:
     """One phrase saying what a step reused from earlier builds."""
     if step.startswith("raw_"):
-        return f"{reused.get('unchanged', 0)} of {reused.get('files', 0)} files unchanged upstream"
+        unchanged, files = reused.get("unchanged", 0), reused.get("files", 0)
+        return f"{unchanged} of {files} files unchanged since the last build"
     if step.startswith("core_"):
         return "parse reused (inputs unchanged)" if reused.get("parse") else "parsed"
     if step == "embeddings" and not reused.get("embeddings") and "requested" in reused:

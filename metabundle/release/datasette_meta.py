@@ -2,8 +2,9 @@
 and templates, written to ``<release>/datasette/``.
 
 The metadata template (``datasette/metadata.yaml`` of the checkout) holds the instance
-texts, each source's terms, per-table overrides and the canned queries; every table
-of the release's SQLite file gets its entry from its registry declaration:
+texts, each source's terms, per-table overrides and the canned queries
+(``$coverage_html`` is the release's coverage block); every table of the release's
+SQLite file gets its entry from its registry declaration:
 description, column descriptions, source and license, label column, facets, sort,
 full-text search table and ``hidden``. The rendered files travel inside the release
 (and so in its manifest and checksums), so a release can be served by plain
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from metabundle.errors import ReleaseError
+from metabundle.release.coverage import coverage_html
 from metabundle.release.sqlite_file import fts_table_name
 from metabundle.schemas import ColumnType, Table, all_tables, get_table
 from metabundle.sources.registry import SOURCES
@@ -125,7 +127,11 @@ def render_metadata(
 ) -> dict[str, Any]:
     """Datasette metadata for the release of ``manifest`` whose SQLite file is at
     ``sqlite_path``: the template's texts and queries plus one entry per table."""
-    facts = {"version": manifest["version"], "created_at": manifest["created_at"]}
+    facts = {
+        "version": manifest["version"],
+        "created_at": manifest["created_at"],
+        "coverage_html": coverage_html(manifest.get("coverage")),
+    }
     template = _substitute(dict(template), facts)
     terms = template.get("sources") or {}
     overrides = template.get("tables") or {}

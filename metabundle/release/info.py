@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from metabundle.release.coverage import coverage_lines
 from metabundle.release.manifest import read_manifest
 
 
@@ -26,6 +27,7 @@ def release_summary(root: Path) -> dict[str, Any]:
         },
         "tables": {name: entry["rows"] for name, entry in sorted(manifest["tables"].items())},
         "search": manifest.get("search"),
+        "coverage": manifest.get("coverage"),
         "files": len(manifest["files"]),
         "bytes": sum(entry["size"] for entry in manifest["files"]),
     }
@@ -37,6 +39,8 @@ def summary_text(summary: dict[str, Any]) -> str:
         f"metabundle release {summary['version']} ({summary['path']})",
         f"built {summary['created_at']} by metabundle {summary['metabundle_version']}; "
         f"{summary['files']} files, {summary['bytes'] / 1e6:,.1f} MB",
+        "",
+        *coverage_lines(summary["coverage"]),
         "",
         "sources:",
     ]

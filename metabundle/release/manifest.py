@@ -28,6 +28,7 @@ class Manifest:
     search: dict[str, Any] | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
     build: dict[str, Any] | None = None  # stage keys the release was built from
+    coverage: dict[str, Any] | None = None  # what each source holds of its upstream
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -40,6 +41,7 @@ class Manifest:
             "search": self.search,
             "files": self.files,
             "build": self.build,
+            "coverage": self.coverage,
         }
 
     def write(self, root: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from metabundle.release.coverage import coverage_lines
 from metabundle.release.manifest import Manifest
 
 OPENING = """\
@@ -31,6 +32,10 @@ def release_readme(manifest: Manifest) -> str:
         f"# metabundle release {manifest.version}",
         "",
         f"Built {manifest.created_at} by metabundle {manifest.metabundle_version}.",
+        "",
+        "## Coverage",
+        "",
+        *[f"- {line.strip()}" for line in coverage_lines(manifest.coverage)],
         "",
         "## Sources",
         "",

@@ -47,6 +47,7 @@ from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
 from metabundle.release.version import check_version, next_version
 from metabundle.schemas import Table, Target, get_table
+from metabundle.sources.base import CoverageContext
 from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
 
@@ -55,7 +56,7 @@ SQLITE_FILE = "metabundle.sqlite"
 # The code and template that shape a release from staged tables are fingerprinted
 # (below); bump this when the output changes through anything else, so that a rebuild
 # writes a new release instead of reporting the current one up to date.
-RELEASE_LAYOUT = "1"
+RELEASE_LAYOUT = "2"  # 2: coverage block
 WRITER_CODE = ("release", "schemas")
 
 
@@ -202,7 +203,7 @@ def write_release(
     temp = releases / f"{TMP_PREFIX}{version}-{os.getpid()}"
     temp.mkdir()
     try:
-        _assemble(temp, version, sources, search, report)
+        _assemble(temp, version, sources, search, report, settings.profile)
         verify_release(temp)
         temp.rename(final)
     except BaseException:
@@ -219,6 +220,7 @@ def _assemble(
     sources: list[StagedSource],
     search: SearchArtifacts,
     report: Callable[[str], None],
+    profile: str,
 ) -> None:
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     staging = root / ".staging"
@@ -259,6 +261,7 @@ def _assemble(
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, destination)
     manifest = _manifest(version, created_at, sources, declared, search)
+    manifest.coverage = release_coverage(sources, profile)
     manifest.build = build_record(sources, search)
     write_datasette_files(root, manifest.to_json())
     _drop_non_parquet_targets(parquet, declared)
@@ -299,6 +302,27 @@ def _drop_non_parquet_targets(parquet: dict[str, Path], declared: list[tuple[Tab
         if Target.PARQUET not in table.targets:
             path.unlink()
             del parquet[table.name]
+
+
+def source_coverage(staged: StagedSource, profile: str) -> dict[str, Any]:
+    """The coverage block of one source, computed over its staged tables."""
+    tables = {name: table.path for name, table in staged.tables.items()}
+    with connect() as con:
+        context = CoverageContext(tables, con, staged.snapshot, profile)
+        return get_source(staged.source).coverage(context)
+
+
+def release_coverage(sources: list[StagedSource], profile: str) -> dict[str, Any]:
+    """The release's coverage: the profile, each source's block, and whether every
+    source holds everything its upstream offered."""
+    blocks = {
+        s.source: source_coverage(s, profile) for s in sorted(sources, key=lambda s: s.source)
+    }
+    return {
+        "profile": profile,
+        "complete": all(block["complete"] for block in blocks.values()),
+        "sources": blocks,
+    }
 
 
 def _manifest(

@@ -23,7 +23,17 @@ STUDY_ACCESSION = Column(
     "phs000286.v6.p2 (its FTP folder).",
     nullable=False,
 )
-CANONICAL = "Public dbGaP page of the {}."
+CANONICAL = "Public dbGaP page of the {}; null for a synthetic study, which has none."
+
+
+def _synthetic(entity: str) -> Column:
+    return Column(
+        "synthetic",
+        B,
+        f"True when the {entity} belongs to a synthetic study: test data published in "
+        "dbGaP's formats under an accession that dbGaP's own listing does not hold.",
+        nullable=False,
+    )
 
 
 def _key(name: str, description: str) -> Column:
@@ -132,7 +142,8 @@ DBGAP_STUDY = Table(
         Column(
             "document_count", I64, "Documents listed by this version's GapExchange.", nullable=False
         ),
-        Column("canonical_url", S, CANONICAL.format("study version"), nullable=False),
+        _synthetic("study version"),
+        Column("canonical_url", S, CANONICAL.format("study version")),
     ),
     primary_key=("study_accession",),
     label_column="name",
@@ -188,7 +199,8 @@ DBGAP_DATASET = Table(
             "True when a variable report (summary statistics) was read.",
             nullable=False,
         ),
-        Column("canonical_url", S, CANONICAL.format("dataset"), nullable=False),
+        _synthetic("dataset"),
+        Column("canonical_url", S, CANONICAL.format("dataset")),
     ),
     primary_key=("dataset_id",),
     label_column="name",
@@ -231,7 +243,8 @@ DBGAP_VARIABLE = Table(
             nullable=False,
         ),
         METADATA_SOURCE,
-        Column("canonical_url", S, CANONICAL.format("variable"), nullable=False),
+        _synthetic("variable"),
+        Column("canonical_url", S, CANONICAL.format("variable")),
     ),
     primary_key=("variable_id",),
     label_column="name",
@@ -363,8 +376,29 @@ DBGAP_DOCUMENT = Table(
     text_columns=("title", "description"),
 )
 
+DBGAP_UNBUILT_STUDY = Table(
+    name="dbgap_unbuilt_study",
+    source=SOURCE,
+    description="One row per study that the upstream lists (Advanced Search export or FTP "
+    "tree) but this release's study selection left out; empty in a complete build. "
+    "It lets an answer say 'listed by dbGaP, not built into this release' instead of "
+    "'no such study'.",
+    columns=(
+        _key("study_base", "Accession without version, e.g. phs000179."),
+        Column("current_accession", S, "Versioned accession the export lists as current."),
+        Column("name", S, "Study name as the export gives it."),
+        Column("acronyms", SL, "Acronym candidates given in parentheses in the name."),
+        Column("in_advanced_search", B, "True when the export lists the study.", nullable=False),
+        Column("on_ftp", B, "True when the study has a folder on the FTP.", nullable=False),
+    ),
+    primary_key=("study_base",),
+    label_column="name",
+    allow_empty=True,
+)
+
 register(
     DBGAP_STUDY,
+    DBGAP_UNBUILT_STUDY,
     DBGAP_DATASET,
     DBGAP_VARIABLE,
     DBGAP_VARIABLE_VALUE,

@@ -113,4 +113,16 @@ IDC_VERSION = Table(
     primary_key=("idc_version",),
 )
 
-register(IDC_COLLECTION, IDC_ANALYSIS_RESULT, IDC_SERIES, IDC_VERSION)
+IDC_PRIOR_VERSION = Table(
+    name="idc_prior_version",
+    source=SOURCE,
+    description=package_schema("prior_versions_index")["table_description"],
+    columns=package_columns(
+        "prior_versions_index",
+        not_null=("SeriesInstanceUID", "crdc_series_uuid", "min_idc_version"),
+    ),
+    primary_key=("crdc_series_uuid", "min_idc_version"),
+    facets=("collection_id", "Modality"),
+)
+
+register(IDC_COLLECTION, IDC_ANALYSIS_RESULT, IDC_SERIES, IDC_VERSION, IDC_PRIOR_VERSION)

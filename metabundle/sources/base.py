@@ -2,7 +2,9 @@
 
 A source is a :class:`SourceSpec`: a ``fetch`` step that downloads its upstream
 files into a :class:`RawSnapshot`, a ``parse`` step that turns the snapshot into the
-registry's tables, and a ``search_docs`` step that yields its ``search_doc`` rows.
+registry's tables, a ``search_docs`` step that yields its ``search_doc`` rows, and a
+``coverage`` step that says what the release holds of what the upstream offers
+(:func:`coverage_block`).
 The pipeline runs these steps; a source module never imports Dagster.
 """
 
@@ -116,11 +118,16 @@ class FetchContext:
         return raw
 
     def snapshot(
-        self, upstream_version: str | None = None, details: Mapping[str, Any] | None = None
+        self,
+        upstream_version: str | None = None,
+        details: Mapping[str, Any] | None = None,
+        upstream: str | None = None,
     ) -> RawSnapshot:
+        """The fetched files; ``upstream`` names where they came from when that is not
+        the build's upstream base (an installed package, say)."""
         return RawSnapshot(
             source=self.source,
-            upstream=self.upstream.describe(),
+            upstream=upstream or self.upstream.describe(),
             files=tuple(sorted(self.files, key=lambda r: r.key)),
             upstream_version=upstream_version,
             details=dict(details or {}),
@@ -207,6 +214,54 @@ class SearchDocContext:
 
 
 @dataclass(frozen=True)
+class CoverageContext(SearchDocContext):
+    """What a coverage step reads: the source's staged tables, its snapshot and the
+    build's profile."""
+
+    snapshot: RawSnapshot
+    profile: str
+
+    def count(self, query: str) -> int:
+        """The single number ``query`` (over the staged tables) returns."""
+        return int(self.row(query)[0] or 0)
+
+    def row(self, query: str) -> tuple[Any, ...]:
+        """The first row ``query`` (over the staged tables) returns."""
+        return self.sql(query).fetchall()[0]
+
+    def counts_by(self, query: str) -> dict[str, int]:
+        """``query``'s (label, count) rows as an ordered mapping."""
+        return {str(label): int(count) for label, count in self.sql(query).fetchall()}
+
+
+def coverage_block(
+    *,
+    selection: str | list[str],
+    summary: str,
+    counts: Mapping[str, Any],
+    left_out: list[dict[str, Any]] | None = None,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """A source's coverage: what was selected, what the release holds, and what the
+    upstream offered that it lacks (each with the flag or step that would add it).
+
+    ``complete`` is true exactly when nothing is left out."""
+    return {
+        "selection": selection,
+        "complete": not left_out,
+        "summary": summary,
+        "counts": dict(counts),
+        "left_out": list(left_out or []),
+        "notes": list(notes or []),
+    }
+
+
+def left_out(what: str, remedy: str, count: int | None = None) -> dict[str, Any]:
+    """One thing the upstream offers that the release lacks, and how to add it."""
+    return {"what": what, "count": count, "remedy": remedy}
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     """A source: its name, what it produces, and its three steps.
 
@@ -214,7 +269,8 @@ class SourceSpec:
     staged tables cached under the old version are not reused. ``folded_kinds`` maps a
     kind of search document to the kind of its parent when, in a list that spans
     sources, a hit of the child is better shown as its parent (a survey answer "Yes"
-    says nothing without its question).
+    says nothing without its question). ``public_urls`` are the public addresses a
+    build without a mirror reads first (probed before the build starts).
     """
 
     name: str
@@ -224,6 +280,8 @@ class SourceSpec:
     fetch: Callable[[FetchContext], RawSnapshot]
     parse: Callable[[ParseContext], None]
     search_docs: Callable[[SearchDocContext], duckdb.DuckDBPyRelation]
+    coverage: Callable[[CoverageContext], dict[str, Any]]
+    public_urls: Callable[[BuildSettings], tuple[str, ...]] = lambda settings: ()
     depends_on: tuple[str, ...] = ()
     version: str = "1"
     folded_kinds: Mapping[str, str] = field(default_factory=dict)

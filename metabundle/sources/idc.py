@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from importlib.metadata import version as package_version
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import idc_index_data
@@ -17,15 +18,25 @@ import idc_index_data
 from metabundle.db import connect
 from metabundle.digest import sha256_file
 from metabundle.sources.base import (
+    CoverageContext,
     FetchContext,
     ParseContext,
     RawSnapshot,
     SearchDocContext,
     SourceSpec,
+    coverage_block,
+    left_out,
 )
 
 NAME = "idc"
-INDICES = ("collections_index", "analysis_results_index", "idc_index", "version_metadata_index")
+INDICES = (
+    "collections_index",
+    "analysis_results_index",
+    "idc_index",
+    "version_metadata_index",
+    "prior_versions_index",
+)
+"""The indices the package ships with their Parquet; every one is loaded."""
 PORTAL_COLLECTION_URL = (
     "https://portal.imaging.datacommons.cancer.gov/explore/filters/?collection_id="
 )
@@ -50,9 +61,11 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
             f"'{index_parquet('version_metadata_index')}')"
         ).fetchall()
     data_version = f"v{versions[0][0]}" if versions[0][0] is not None else None
+    installed = package_version("idc-index-data")
     return ctx.snapshot(
         upstream_version=data_version,
-        details={"package": "idc-index-data", "package_version": package_version("idc-index-data")},
+        details={"package": "idc-index-data", "package_version": installed},
+        upstream=f"idc-index-data {installed} (installed Python package)",
     )
 
 
@@ -87,6 +100,7 @@ def parse(ctx: ParseContext) -> None:
     ctx.write("idc_analysis_result", analysis)
     ctx.write("idc_series", con.read_parquet(str(files["idc_index"])))
     ctx.write("idc_version", con.read_parquet(str(files["version_metadata_index"])))
+    ctx.write("idc_prior_version", con.read_parquet(str(files["prior_versions_index"])))
 
 
 def search_docs(ctx: SearchDocContext) -> duckdb.DuckDBPyRelation:
@@ -120,12 +134,63 @@ def search_docs(ctx: SearchDocContext) -> duckdb.DuckDBPyRelation:
     )
 
 
+UNSHIPPED_REMEDY = (
+    "not loaded by this metabundle version: idc-index-data describes these indices but "
+    "ships no Parquet for them (idc-index fetches them on demand)"
+)
+
+
+def unshipped_indices() -> list[str]:
+    """Indices the installed package describes but ships without their Parquet."""
+    return sorted(
+        name
+        for name, meta in idc_index_data.INDEX_METADATA.items()
+        if not isinstance(meta.get("parquet_filepath"), Path)
+    )
+
+
+def coverage(ctx: CoverageContext) -> dict[str, Any]:
+    """Every index the package ships; the ones it only describes are left out."""
+    counts = {
+        "collections": ctx.count("SELECT count(*) FROM idc_collection"),
+        "series": ctx.count("SELECT count(*) FROM idc_series"),
+        "analysis_results": ctx.count("SELECT count(*) FROM idc_analysis_result"),
+        "prior_series_versions": ctx.count("SELECT count(*) FROM idc_prior_version"),
+        "data_versions": ctx.count("SELECT count(*) FROM idc_version"),
+    }
+    missing = unshipped_indices()
+    gaps = (
+        [left_out(f"{len(missing)} indices: {', '.join(missing)}", UNSHIPPED_REMEDY, len(missing))]
+        if missing
+        else []
+    )
+    summary = (
+        f"every index idc-index-data {ctx.snapshot.details.get('package_version')} ships "
+        f"({', '.join(INDICES)}): {counts['series']:,} series in "
+        f"{counts['collections']} collections"
+    )
+    return coverage_block(
+        selection="all",
+        summary=summary,
+        counts={**counts, "indices_loaded": list(INDICES)},
+        left_out=gaps,
+    )
+
+
 SOURCE = SourceSpec(
     name=NAME,
     title="NCI Imaging Data Commons",
     homepage="https://portal.imaging.datacommons.cancer.gov/",
-    tables=("idc_collection", "idc_analysis_result", "idc_series", "idc_version"),
+    tables=(
+        "idc_collection",
+        "idc_analysis_result",
+        "idc_series",
+        "idc_version",
+        "idc_prior_version",
+    ),
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    coverage=coverage,
+    version="2",  # 2: prior_versions_index loaded
 )

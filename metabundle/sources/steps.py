@@ -95,9 +95,23 @@ def fetch_source(name: str, settings: BuildSettings, report: Reporter) -> RawSna
     with make_fetcher(settings, report) as fetcher:
         ctx = FetchContext(name, fetcher, settings.upstream, settings, report)
         snapshot = spec.fetch(ctx)
-    reused = sum(1 for f in snapshot.files if f.reused)
-    report(f"{len(snapshot.files)} files, {snapshot.total_bytes:,} bytes ({reused} unchanged)")
+    unchanged = unchanged_files(settings, snapshot)
+    report(
+        f"{len(snapshot.files)} files, {snapshot.total_bytes:,} bytes "
+        f"({unchanged} unchanged since the last build)"
+    )
     return snapshot
+
+
+def unchanged_files(settings: BuildSettings, snapshot: RawSnapshot) -> int:
+    """How many of ``snapshot``'s files the source's last build in this output folder
+    read with the same content (0 on a first build, whatever the upstream kind)."""
+    path = pointer_path(settings, snapshot.source)
+    if not path.exists():
+        return 0
+    previous = json.loads(path.read_text())["snapshot"]["files"]
+    seen = {(f["key"], f["sha256"]) for f in previous}
+    return sum(1 for f in snapshot.files if (f.key, f.sha256) in seen)
 
 
 def _cache_key(name: str, snapshot: RawSnapshot, dependencies: dict[str, StagedSource]) -> str:

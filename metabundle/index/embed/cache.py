@@ -25,7 +25,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -229,10 +229,12 @@ def embed_with_cache(
     cache: EmbeddingCache,
     *,
     progress: ProgressCallback | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, CacheStats]:
     """Vectors for ``texts`` (input order), embedding only distinct texts not yet cached.
 
-    New vectors are appended to ``cache`` as one part. ``progress`` receives the
+    New vectors are appended to ``cache`` as one part. ``on_start`` is told how many
+    distinct texts will be embedded, before the first is; ``progress`` receives the
     embedder's increments, i.e. counts only texts actually embedded.
     """
     model_id = embedder.model_id
@@ -241,6 +243,8 @@ def embed_with_cache(
     unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     found, cached_vectors = cache.lookup(model_id, unique_keys)
     missing = np.flatnonzero(~found)
+    if on_start is not None:
+        on_start(len(missing))
     new_vectors = None
     if len(missing):
         new_vectors = embedder.embed([normalized[first[i]] for i in missing], progress=progress)

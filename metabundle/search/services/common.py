@@ -38,8 +38,10 @@ class NoParams(Params):
 @tool(
     "get_release_info",
     "Call this first to learn what this offline release holds: its version, the "
-    "sources with their upstream versions and row counts, and the embedding model. "
-    "Cite the version with any answer.",
+    "sources with their upstream versions and row counts, each source's coverage (what "
+    "it holds of what its upstream offers, and what was left out), and the embedding "
+    "model. Cite the version with any answer; when coverage.complete is false, say that "
+    "an entity missing here may still exist upstream.",
     NoParams,
     GROUP,
 )
@@ -59,6 +61,7 @@ def get_release_info(release: Release, params: NoParams) -> dict[str, Any]:
             for name, entry in sorted(manifest["sources"].items())
         },
         "search": release.search_info,
+        "coverage": manifest.get("coverage"),
     }
 
 

@@ -215,6 +215,7 @@ def get_dbgap_study(release: Release, params: StudyParams) -> dict[str, Any]:
             "pubmed_ids": row["pubmed_ids"],
             "collections": row["collections"],
             "canonical_url": study.canonical_url,
+            **({"synthetic": True} if study.synthetic else {}),
             "counts": {
                 "datasets": study.dataset_count,
                 "variables": study.variable_count,

@@ -24,6 +24,7 @@ from metabundle.search.retrieval import (
     mask_from_sql,
     rank,
 )
+from metabundle.search.services.dbgap_studies import study_index
 
 FUSION = Fusion("weighted", 0.3, 0.7)
 DESCRIPTION_CHARS = 600
@@ -226,6 +227,7 @@ def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str,
     """One item per hit: the shared fields, the kind's own fields and provenance."""
     rows = documents(release, [h.docno for h in hits])
     details = _details(release, kind, [rows[h.docno]["entity_id"] for h in hits])
+    studies = study_index(release).by_id
     items = []
     for position, hit in enumerate(hits, start=1):
         row = rows[hit.docno]
@@ -241,6 +243,7 @@ def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str,
             "title": row["title"],
             "description": _short(detail["description"]),
             "canonical_url": row["canonical_url"],
+            **({"synthetic": True} if studies[row["study_id"]].synthetic else {}),
             "scores": hit.scores(),
             **_kind_fields(kind, detail, row["study_id"]),
         }

@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from metabundle.index.tokenizer import tokenize
-from metabundle.search.errors import invalid, not_found
+from metabundle.search.coverage import NOT_IN_RELEASE, NOT_LISTED
+from metabundle.search.errors import ToolError, invalid, not_found
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, keyword_candidates, mask_from_sql
 
@@ -46,7 +47,7 @@ TIERS = {
 STUDY_INDEX_SQL = """
 SELECT study_accession, study_base, version, participant_set, is_current_version,
        current_accession, name, acronyms, text_source, has_variables, dataset_count,
-       variable_count, document_count, canonical_url
+       variable_count, document_count, canonical_url, synthetic
 FROM dbgap_study
 ORDER BY study_accession
 """
@@ -69,11 +70,14 @@ class StudyVersion:
     dataset_count: int
     variable_count: int
     document_count: int
-    canonical_url: str
+    canonical_url: str | None
+    synthetic: bool
 
     def summary(self) -> dict[str, Any]:
-        """The candidate shape shared by resolution and suggestions."""
+        """The candidate shape shared by resolution and suggestions; a synthetic study
+        says so (and has no URL)."""
         return {
+            **({"synthetic": True} if self.synthetic else {}),
             "study_id": self.study_id,
             "name": self.name,
             "acronyms": list(self.acronyms),
@@ -127,6 +131,7 @@ class StudyIndex:
                 variable_count=int(r[11]),
                 document_count=int(r[12]),
                 canonical_url=r[13],
+                synthetic=bool(r[14]),
             )
             for r in release.query(STUDY_INDEX_SQL)
         ]
@@ -200,7 +205,9 @@ def versioned_study(release: Release, study_id: str, tool: str) -> StudyVersion:
             f"{', '.join(r.study_id for r in others)} of {base}.",
             suggestions=[r.summary() for r in others],
         )
-    raise not_found(
+    raise not_found_here(
+        release,
+        _accession(text, "accession"),
         f"This release has no dbGaP study {base}; call resolve_dbgap_study.",
         suggestions=suggest(index, text),
     )
@@ -458,6 +465,55 @@ class Resolution:
     warnings: list[str]
 
 
+UNBUILT_SQL = """
+SELECT study_base, current_accession, name
+FROM dbgap_unbuilt_study
+WHERE study_base = ?
+   OR (? AND (lower(name) LIKE '%' || lower(?) || '%'
+              OR list_contains(list_transform(acronyms, lambda a: lower(a)), lower(?))))
+ORDER BY study_base
+LIMIT 5
+"""
+REBUILD = (
+    "rebuild with `metabundle build --dbgap-studies {bases}` (or without --dbgap-studies "
+    "and --profile dev for every study)"
+)
+
+
+def not_found_here(
+    release: Release, asked: Interpretation, message: str, **details: Any
+) -> ToolError:
+    """``not_found`` for ``asked``: with reason ``not_in_release`` and the rebuild flag
+    when dbGaP lists a matching study that this release's selection left out, else
+    with reason ``not_listed_upstream`` (the release holds every study dbGaP lists, or
+    none of the left-out ones matches either)."""
+    listed: list[tuple[str, str | None, str | None]] = []
+    if release.has_table("dbgap_unbuilt_study") and len(asked.text) >= 3:
+        by_name = asked.form == "name"
+        listed = [
+            (r[0], r[1], r[2])
+            for r in release.query(UNBUILT_SQL, [asked.base or "", by_name, asked.text, asked.text])
+        ]
+    if not listed:
+        return not_found(message, reason=NOT_LISTED, **details)
+    bases = ",".join(base for base, _current, _name in listed)
+    remedy = REBUILD.format(bases=bases)
+    named = "; ".join(
+        f"{base} ({name or current or 'no name listed'})" for base, current, name in listed
+    )
+    return not_found(
+        f"{asked.text[:120]!r} matches {named}, which dbGaP lists but which was not built "
+        f"into this release; {remedy}.",
+        reason=NOT_IN_RELEASE,
+        listed_upstream=[
+            {"study_base": base, "current_accession": current, "name": name}
+            for base, current, name in listed
+        ],
+        remedy=remedy,
+        **details,
+    )
+
+
 def resolve(release: Release, query: str) -> Resolution:
     """Ranked study versions for ``query``; ``not_found`` with suggestions when none."""
     index = study_index(release)
@@ -469,7 +525,9 @@ def resolve(release: Release, query: str) -> Resolution:
         matches, warnings = accession_matches(index, asked)
     if not matches:
         what = "accession" if asked.form != "name" else "name, acronym or accession"
-        raise not_found(
+        raise not_found_here(
+            release,
+            asked,
             f"No dbGaP study in this release matches the {what} {asked.text[:120]!r}; "
             "check the suggestions (closest studies) or ask the user for a phs accession.",
             suggestions=suggest(index, asked.base or asked.text),

@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from metabundle.search.coverage import missing
 from metabundle.search.errors import not_found
 from metabundle.search.params import Params, Query, clamp
 from metabundle.search.release import Release
@@ -285,7 +286,9 @@ def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, An
         [vocabulary_id, code, code],
     )
     if not rows:
-        raise not_found(
+        raise missing(
+            release,
+            "omop",
             f"There is no {vocabulary_id} concept with code {code!r} in this release.",
             **_code_suggestions(release, str(vocabulary_id), code),
         )
@@ -490,9 +493,11 @@ def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
         [params.concept_id],
     )
     if not rows:
-        raise not_found(
+        raise missing(
+            release,
+            "omop",
             f"There is no OMOP concept {params.concept_id} in this release; find ids with "
-            "concept_search_exact or concept_ground."
+            "concept_search_exact or concept_ground.",
         )
     row = rows[0]
     concept = {

@@ -10,8 +10,9 @@ declared in :mod:`metabundle.schemas.aou`, :mod:`.docs` yields the search docume
 
 from __future__ import annotations
 
+from metabundle.sources.aou.coverage import coverage
 from metabundle.sources.aou.docs import search_docs
-from metabundle.sources.aou.fetch import fetch
+from metabundle.sources.aou.fetch import REPOSITORY_RAW, fetch
 from metabundle.sources.aou.parse import parse
 from metabundle.sources.base import SourceSpec
 
@@ -23,6 +24,8 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    coverage=coverage,
+    public_urls=lambda settings: (f"{REPOSITORY_RAW}/",),
     depends_on=("omop",),
     version="2",  # 2: malformed records are quarantined
     folded_kinds={"answer": "question"},

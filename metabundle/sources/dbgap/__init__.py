@@ -4,14 +4,17 @@
 Modules: :mod:`.fetch` (selection, discovery through directory listings, download),
 :mod:`.studies_csv`, :mod:`.gap_exchange`, :mod:`.data_dict`, :mod:`.var_report`
 (one per upstream format), :mod:`.studies` (one row per study version),
-:mod:`.parse` (the tables) and :mod:`.docs` (search documents).
+:mod:`.parse` (the tables), :mod:`.docs` (search documents) and :mod:`.coverage`
+(what the release holds of what dbGaP lists).
 """
 
 from __future__ import annotations
 
 from metabundle.sources.base import SourceSpec
+from metabundle.sources.dbgap.accessions import FTP_STUDIES
+from metabundle.sources.dbgap.coverage import coverage
 from metabundle.sources.dbgap.docs import search_docs
-from metabundle.sources.dbgap.fetch import fetch
+from metabundle.sources.dbgap.fetch import csv_public_url, fetch
 from metabundle.sources.dbgap.parse import parse
 
 SOURCE = SourceSpec(
@@ -20,6 +23,7 @@ SOURCE = SourceSpec(
     homepage="https://www.ncbi.nlm.nih.gov/gap/",
     tables=(
         "dbgap_study",
+        "dbgap_unbuilt_study",
         "dbgap_dataset",
         "dbgap_variable",
         "dbgap_variable_value",
@@ -30,7 +34,9 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
-    version="2",  # 2: malformed records are quarantined
+    coverage=coverage,
+    public_urls=lambda settings: (f"{FTP_STUDIES}/", csv_public_url()),
+    version="3",  # 3: synthetic studies labelled, unbuilt studies listed
 )
 
 __all__ = ["SOURCE"]

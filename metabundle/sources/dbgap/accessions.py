@@ -93,6 +93,13 @@ def accession_number(base: str) -> int:
     return int(base[3:])
 
 
+SYNTHETIC_STUDIES: frozenset[str] = frozenset({"phs001985", "phs001986"})
+"""Accessions under which the NCPI dataset catalog publishes its synthetic
+"Harmonization Test Study 1/2" in dbGaP's exact formats. A study under one of them
+that the Advanced Search export does not list is synthetic: its rows are labelled so
+and get no dbGaP URL (a real study listed under the accession would not be)."""
+
+
 def study_url(study_accession: str) -> str:
     return f"{GAP_CGI}/study.cgi?study_id={study_accession}"
 

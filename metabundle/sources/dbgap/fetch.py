@@ -9,8 +9,8 @@ server and a local folder list the same way):
 ``*.var_report.xml``.
 
 Selection: ``settings.dbgap_studies`` (bases or versioned accessions); when empty,
-profile ``sample`` reads :data:`SAMPLE_STUDIES` and profile ``full`` every study
-directory upstream plus every study of the Advanced Search export. Every version
+profile ``complete`` (the default) reads every study directory upstream plus every
+study of the Advanced Search export, and profile ``dev`` reads :data:`DEV_STUDIES`. Every version
 directory of a selected study is read, so an older version on the FTP is kept next
 to the export's current one.
 """
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from metabundle.config import env
 from metabundle.errors import ConfigError
+from metabundle.meter import Meter
 from metabundle.sources.base import FetchContext, RawSnapshot
 from metabundle.sources.dbgap import studies_csv
 from metabundle.sources.dbgap.accessions import (
@@ -34,17 +35,15 @@ from metabundle.sources.dbgap.datasets import is_data_dict, is_var_report
 
 PHENO_FOLDER = "pheno_variable_summaries/"
 
-SAMPLE_STUDIES: tuple[str, ...] = (
+DEV_STUDIES: tuple[str, ...] = (
     "phs000001",  # AREDS: a 2008 dated data dictionary; the export's current version is v3
     "phs000160",  # NIA-LOAD: GapExchange with documents and variable annotations, 2009 files
     "phs000286",  # Jackson Heart Study: a cohort (4,905 variables), the real var_report, v6 + v7
     "phs000424",  # GTEx: GapExchange with a questionnaire document; on the FTP v8, export v11
     "phs001252",  # ECLIPSE: GapExchange and 1,182 variables, acronym in the name
-    "phs001985",  # Harmonization Test Study 1: synthetic var_reports, not in the export
 )
-"""The ``sample`` profile's studies: small, real, and together covering every file
-kind and the versions rule. Framingham (phs000007, 64,560 variables, half the
-mirror) is left out to keep sample builds fast; select it with ``--dbgap-studies``."""
+"""The ``dev`` profile's studies: small, real, and together covering every file kind
+and the versions rule. Its releases list every other study as left out."""
 
 
 @dataclass(frozen=True)
@@ -70,12 +69,12 @@ class Selection:
 
 
 def choose_selection(studies: tuple[str, ...], profile: str) -> Selection:
-    """The build's studies: explicit ones, else the profile's."""
+    """The build's studies: explicit ones (mode ``list``), else the profile's."""
     if studies:
-        return Selection("settings", tuple(StudySelector.parse(s) for s in studies))
-    if profile == "full":
-        return Selection("full", None)
-    return Selection("sample", tuple(StudySelector.parse(s) for s in SAMPLE_STUDIES))
+        return Selection("list", tuple(StudySelector.parse(s) for s in studies))
+    if profile == "dev":
+        return Selection("dev", tuple(StudySelector.parse(s) for s in DEV_STUDIES))
+    return Selection("all", None)
 
 
 def csv_public_url() -> str:
@@ -97,9 +96,11 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
         if base in on_ftp:
             versions += [v for v in _study_versions(ctx, base) if selection.admits(v)]
     _check_selection(selection, versions, current)
+    meter = Meter(ctx.report, "dbGaP study versions", len(versions), "versions")
     for study in versions:
-        ctx.report(f"{study.accession}: listing files")
         _fetch_version(ctx, study)
+        meter.advance(1)
+    meter.close()
     newest = max((released for _version, released in listed.values() if released), default=None)
     return ctx.snapshot(
         upstream_version=f"advanced search export, newest release {newest}" if newest else None,
@@ -107,6 +108,7 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
             "selection": selection.mode,
             "studies": selection.describe(),
             "study_bases": bases,
+            "ftp_study_bases": sorted(on_ftp),
             "ftp_study_versions": [v.accession for v in versions],
             "export": export.key,
             "upstream_version_basis": "newest Release Date listed in the export",

@@ -53,6 +53,12 @@ def parse(ctx: ParseContext) -> None:
         con.register(view, data)
     check_unique_variables(con, datasets)
     ctx.write("dbgap_study", con.sql(STUDY_SQL))
+    listed_on_ftp = set(snapshot.details.get("ftp_study_bases", ()))
+    built = {version.base for version in versions}
+    ctx.write(
+        "dbgap_unbuilt_study",
+        arrow_rows("dbgap_unbuilt_study", unbuilt_studies(export, listed_on_ftp, built)),
+    )
     ctx.write("dbgap_dataset", con.sql(DATASET_SQL))
     ctx.write("dbgap_variable", con.sql(VARIABLE_SQL))
     ctx.write("dbgap_variable_value", tables.values.table())
@@ -61,16 +67,21 @@ def parse(ctx: ParseContext) -> None:
     ctx.write("dbgap_document", con.table("document_rows"))
 
 
-VARIABLE_SQL = """
-SELECT v.*,
-       v.variable_id IN (SELECT variable_id FROM stat_rows) AS has_stats
+SYNTHETIC = "study_accession IN (SELECT study_accession FROM study_rows WHERE synthetic)"
+"""True for a row of a synthetic study (see ``accessions.SYNTHETIC_STUDIES``)."""
+
+VARIABLE_SQL = f"""
+SELECT v.* REPLACE (CASE WHEN {SYNTHETIC} THEN NULL ELSE v.canonical_url END AS canonical_url),
+       v.variable_id IN (SELECT variable_id FROM stat_rows) AS has_stats,
+       {SYNTHETIC} AS synthetic
 FROM variable_rows v
 """
 
-DATASET_SQL = """
-SELECT d.*,
+DATASET_SQL = f"""
+SELECT d.* REPLACE (CASE WHEN {SYNTHETIC} THEN NULL ELSE d.canonical_url END AS canonical_url),
        coalesce(c.variables, 0) AS variable_count,
-       d.dataset_id IN (SELECT dataset_id FROM stat_rows) AS has_var_report
+       d.dataset_id IN (SELECT dataset_id FROM stat_rows) AS has_var_report,
+       {SYNTHETIC} AS synthetic
 FROM dataset_rows d
 LEFT JOIN (SELECT dataset_id, count(*) AS variables FROM variable_rows GROUP BY dataset_id) c
     USING (dataset_id)
@@ -101,6 +112,24 @@ LEFT JOIN datasets d USING (study_accession)
 LEFT JOIN documents o USING (study_accession)
 """
 )
+
+
+def unbuilt_studies(export: dict[str, Row], on_ftp: set[str], built: set[str]) -> list[Row]:
+    """The studies the export or the FTP tree lists that the selection left out."""
+    rows = []
+    for base in sorted((set(export) | on_ftp) - built):
+        listed = export.get(base) or {}
+        rows.append(
+            {
+                "study_base": base,
+                "current_accession": listed.get("study_accession"),
+                "name": listed.get("name"),
+                "acronyms": studies_csv.acronyms(listed.get("name")),
+                "in_advanced_search": base in export,
+                "on_ftp": base in on_ftp,
+            }
+        )
+    return rows
 
 
 def set_aside_in(ctx: ParseContext, file: str) -> SetAside:

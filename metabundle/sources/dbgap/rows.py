@@ -28,8 +28,8 @@ COMPUTED: dict[str, tuple[str, ...]] = {
         "var_report_dataset_count",
         "document_count",
     ),
-    "dbgap_dataset": ("variable_count", "has_var_report"),
-    "dbgap_variable": ("has_stats",),
+    "dbgap_dataset": ("variable_count", "has_var_report", "synthetic"),
+    "dbgap_variable": ("has_stats", "synthetic"),
 }
 """Columns the parse step computes in SQL across files; parsers do not fill them."""
 

@@ -20,7 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from metabundle.sources.dbgap.accessions import StudySelector, StudyVersion, study_url
+from metabundle.sources.dbgap.accessions import (
+    SYNTHETIC_STUDIES,
+    StudySelector,
+    StudyVersion,
+    study_url,
+)
 from metabundle.sources.dbgap.rows import Row
 from metabundle.sources.dbgap.studies_csv import acronyms
 
@@ -118,6 +123,7 @@ def _study_row(
         name, text_row = report_name or version.accession, {}
     sources = [row for _label, row in described]
     parent = _first(sources, "parent_study_accession")
+    synthetic = version.base in SYNTHETIC_STUDIES and current_row is None
     row: Row = {
         "study_accession": version.accession,
         "study_base": version.base,
@@ -141,7 +147,8 @@ def _study_row(
         "in_advanced_search": export_row is not None,
         "has_gap_exchange": gap_row is not None,
         "on_ftp": on_ftp,
-        "canonical_url": study_url(version.accession),
+        "synthetic": synthetic,
+        "canonical_url": None if synthetic else study_url(version.accession),
     }
     row.update({key: _list_default(key, (export_row or {}).get(key)) for key in EXPORT_ONLY})
     row.update({key: _list_default(key, (gap_row or {}).get(key)) for key in GAP_ONLY})

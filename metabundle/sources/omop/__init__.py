@@ -19,10 +19,10 @@ and, for licensed vocabularies such as CPT4 or MedDRA, an accepted licence:
    the zip or the folder it was unpacked into. Several paths may be given; their
    rows are merged and, for a key found in more than one, the first path wins.
 
-Without ``--omop-vocab`` a mirror upstream supplies its ``omop/<name>/`` exports,
-and a sample build against the public upstream reads the small GiBleed subset that
-OHDSI publishes on GitHub; a full build against the public upstream stops and asks
-for an export (see :mod:`.exports`).
+Without ``--omop-vocab`` a mirror upstream supplies its ``omop/<name>/`` exports, and
+a build against the public upstream reads the small GiBleed subset that OHDSI
+publishes on GitHub (see :mod:`.exports`); either way the release's coverage block
+says that it holds public vocabulary subsets, not the full vocabularies.
 
 Modules: :mod:`.exports` (fetch: which exports), :mod:`.athena` (reading one file),
 :mod:`.ingest` (parse: staging and merging), :mod:`.docs` (search documents).
@@ -33,8 +33,9 @@ from __future__ import annotations
 from metabundle.sources.base import FetchContext, RawSnapshot, SourceSpec
 from metabundle.sources.omop.athena import SOURCE as NAME
 from metabundle.sources.omop.athena import TABLE_FILES
+from metabundle.sources.omop.coverage import ATHENA_EXPORT, PUBLIC_SUBSETS, coverage
 from metabundle.sources.omop.docs import search_docs
-from metabundle.sources.omop.exports import choose_exports
+from metabundle.sources.omop.exports import EUNOMIA_BASE, choose_exports
 from metabundle.sources.omop.ingest import MERGE_RULE, parse
 
 
@@ -44,7 +45,11 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
     releases = [f"{e.name} {e.release}" for e in exports if e.release]
     return ctx.snapshot(
         upstream_version="; ".join(releases) or None,
-        details={"exports": [e.to_json() for e in exports], "merge_rule": MERGE_RULE},
+        details={
+            "exports": [e.to_json() for e in exports],
+            "merge_rule": MERGE_RULE,
+            "vocabulary": ATHENA_EXPORT if ctx.settings.omop_vocab else PUBLIC_SUBSETS,
+        },
     )
 
 
@@ -56,6 +61,8 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    coverage=coverage,
+    public_urls=lambda settings: () if settings.omop_vocab else (f"{EUNOMIA_BASE}/",),
     version="2",  # 2: malformed records are quarantined
 )
 

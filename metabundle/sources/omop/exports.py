@@ -6,13 +6,13 @@ In order of precedence:
    folder or the zip Athena hands out. Every table file is hashed into the snapshot.
 2. A mirror upstream: every folder under ``BASE/omop/``, discovered from the directory
    listings and downloaded like any upstream file.
-3. Public upstream, profile ``sample``: the GiBleed vocabulary subset that OHDSI
-   publishes with its Eunomia R package, as comma-separated CDM files on GitHub
-   (:data:`EUNOMIA_BASE`; read in the CDM CSV dialect, see :mod:`.athena`). It is the
-   same data as the mirror's ``eunomia_gibleed``.
-4. Public upstream, profile ``full``: there is no public URL for a full export (Athena
-   requires a login and a licence check), so the build stops with a
-   :class:`ConfigError` that says how to pass one.
+3. Public upstream: the GiBleed vocabulary subset that OHDSI publishes with its
+   Eunomia R package, as comma-separated CDM files on GitHub (:data:`EUNOMIA_BASE`;
+   read in the CDM CSV dialect, see :mod:`.athena`). It is the same data as the
+   mirror's ``eunomia_gibleed``. There is no public URL for a full export (Athena
+   requires a login and a licence check), so this is the best vocabulary a build can
+   reach by itself; the release's coverage block says it holds public subsets only
+   and names ``--omop-vocab`` as the way to the full vocabularies.
 
 A snapshot's ``details["exports"]`` lists the exports in precedence order; when
 exports disagree about a key, the first one wins (see :mod:`.ingest`).
@@ -40,11 +40,11 @@ EUNOMIA_BASE = (
 )
 ZIP_SIGNATURE = b"PK\x03\x04"
 """The first bytes of a zip (its first local file header)."""
-NO_EXPORT = (
-    "The full OMOP vocabularies have no public download: get an export from "
-    "https://athena.ohdsi.org (log in, choose vocabularies, download the zip) and pass "
-    "it with --omop-vocab PATH"
+ATHENA_REMEDY = (
+    "get an export from https://athena.ohdsi.org (log in, choose vocabularies, download "
+    "the zip) and rebuild with --omop-vocab PATH (or METABUNDLE_OMOP_VOCAB)"
 )
+"""How a build gets the full vocabularies, for the coverage block and not-found answers."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,14 @@ def _table_files(names: Iterable[str], where: str) -> dict[str, str]:
     return found
 
 
+SHARD_MARK = "*"
+"""Athena marks the release stamp of a vocabulary shard (a subset cut from a release,
+named "Vocabulary Shard derived from …") with a trailing asterisk."""
+
+
 def _release_of(lines: Iterable[str]) -> str | None:
-    """The vocabulary release stamp: the version of vocabulary ``None`` in VOCABULARY.csv."""
+    """The vocabulary release stamp: the version of vocabulary ``None`` in VOCABULARY.csv;
+    a shard's stamp reads ``subset of <release>`` instead of ending in ``*``."""
     rows = iter(lines)
     header = next(rows, "")
     if "\t" in header:
@@ -105,7 +111,10 @@ def _release_of(lines: Iterable[str]) -> str | None:
         reader = csv.reader(rows)
     for row in reader:
         if len(row) >= 4 and row[0] == "None":
-            return row[3].strip() or None
+            stamp = row[3].strip()
+            if stamp.endswith(SHARD_MARK):
+                return f"subset of {stamp.rstrip(SHARD_MARK).strip()}"
+            return stamp or None
     return None
 
 
@@ -215,6 +224,4 @@ def choose_exports(ctx: FetchContext) -> list[Export]:
         return local_exports(ctx, ctx.settings.omop_vocab)
     if ctx.upstream.is_mirror:
         return mirror_exports(ctx)
-    if ctx.settings.profile == "sample":
-        return [eunomia_export(ctx)]
-    raise ConfigError(NO_EXPORT)
+    return [eunomia_export(ctx)]

@@ -20,6 +20,7 @@ from metabundle.sources.ukb.codings import (
     load_codings,
     value_relation,
 )
+from metabundle.sources.ukb.coverage import coverage
 from metabundle.sources.ukb.docs import search_docs
 from metabundle.sources.ukb.fetch import fetch
 from metabundle.sources.ukb.fields import (
@@ -149,5 +150,7 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    coverage=coverage,
+    public_urls=lambda settings: (FIELDS.url,),
     version="2",  # 2: malformed records are quarantined
 )
