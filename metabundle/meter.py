@@ -83,7 +83,7 @@ class Meter:
         share = 100.0 * self.done / self.total if self.total else 100.0
         text = f"{self.what}: {self.done:,} of {self.total:,} {self.unit} ({share:.1f} %)"
         if self.done:
-            text += f", {rate:,.0f} {self.unit}/s"
+            text += f", {rate:,.1f} {self.unit}/s" if rate < 10 else f", {rate:,.0f} {self.unit}/s"
         if 0 < self.done < self.total:
             text += f", about {duration_text((self.total - self.done) / rate)} left"
         return text

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from metabundle.search.release import Release
-from tests.support.build import Build, build_release
+from tests.support.build import Build, build_release, share_embedding_cache
 from tests.support.servers import serve_directory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +40,7 @@ def mirror_url(upstream_dir: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def mirror_build(tmp_path_factory: pytest.TempPathFactory, mirror_url: str) -> Build:
-    """A release of every source (dbGaP: the sample studies), built once from the
+    """A release of every source (dbGaP: ``SESSION_STUDIES``), built once from the
     loopback mirror by the real ``metabundle build``."""
     reuse = os.environ.get("METABUNDLE_TEST_BUILD")
     if reuse:  # a developer's earlier mirror build, to iterate quickly; CI never sets it
@@ -54,4 +54,26 @@ def mirror_build(tmp_path_factory: pytest.TempPathFactory, mirror_url: str) -> B
 def release(mirror_build: Build) -> Iterator[Release]:
     """The session build opened for searching."""
     with Release.open(mirror_build.release) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="session")
+def complete_build(
+    tmp_path_factory: pytest.TempPathFactory, mirror_url: str, mirror_build: Build
+) -> Build:
+    """The README's build over the whole mirror (the default profile: every dbGaP
+    study), embedding with wordllama and reusing the shared build's embeddings."""
+    reuse = os.environ.get("METABUNDLE_TEST_COMPLETE_BUILD")
+    if reuse:  # a developer's earlier complete build; CI never sets it
+        out = Path(reuse).resolve()
+        return Build(out, out / "cache", (out / "current").resolve(), "", "")
+    root = tmp_path_factory.mktemp("complete-build")
+    share_embedding_cache(mirror_build, root / "cache")
+    return build_release(root / "out", root / "cache", mirror_url, dbgap_studies=None)
+
+
+@pytest.fixture(scope="session")
+def complete_release(complete_build: Build) -> Iterator[Release]:
+    """The complete build opened for searching."""
+    with Release.open(complete_build.release) as opened:
         yield opened

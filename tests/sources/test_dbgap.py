@@ -23,12 +23,13 @@ from metabundle.sources.dbgap import SOURCE, studies_csv
 from metabundle.sources.dbgap.accessions import StudyVersion
 from metabundle.sources.dbgap.data_dict import read_data_dict
 from metabundle.sources.dbgap.datasets import is_data_dict
-from metabundle.sources.dbgap.fetch import SAMPLE_STUDIES, csv_public_url
+from metabundle.sources.dbgap.fetch import DEV_STUDIES, csv_public_url
 from metabundle.sources.dbgap.rows import Tables
 from metabundle.sources.dbgap.studies_csv import read_studies_csv
 from metabundle.sources.layout import Upstream
 from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
+from tests.support.build import SESSION_STUDIES
 from tests.support.servers import serve_directory
 
 EXPORT = "dbgap/advanced_search/studies.csv"
@@ -37,7 +38,7 @@ FILE_PATTERNS = ("GapExchange_*.xml", "pheno_variable_summaries/*.xml")
 
 
 def build(
-    upstream: str, out: Path, studies: tuple[str, ...] = (), profile: str = "sample"
+    upstream: str, out: Path, studies: tuple[str, ...] = (), profile: str = "complete"
 ) -> StagedSource:
     """Fetch and parse the dbgap source from ``upstream`` into ``out``."""
     settings = make_settings(
@@ -54,8 +55,8 @@ def build(
 
 @pytest.fixture(scope="session")
 def sample(mirror_url: str, tmp_path_factory: pytest.TempPathFactory) -> StagedSource:
-    """The ``sample`` profile (no studies named) over loopback HTTP."""
-    return build(mirror_url, tmp_path_factory.mktemp("dbgap-sample"))
+    """The shared build's studies (a ``list`` selection) over loopback HTTP."""
+    return build(mirror_url, tmp_path_factory.mktemp("dbgap-sample"), SESSION_STUDIES)
 
 
 @pytest.fixture(scope="session")
@@ -107,9 +108,9 @@ def test_sample_reads_every_file_of_its_studies_found_through_listings(
     sample: StagedSource, upstream_dir: Path
 ) -> None:
     details = sample.snapshot.details
-    assert details["selection"] == "sample"
-    assert details["studies"] == list(SAMPLE_STUDIES)
-    on_disk = [p for base in SAMPLE_STUDIES for p in version_folders(upstream_dir, base)]
+    assert details["selection"] == "list"
+    assert details["studies"] == list(SESSION_STUDIES)
+    on_disk = [p for base in SESSION_STUDIES for p in version_folders(upstream_dir, base)]
     assert details["ftp_study_versions"] == [p.name for p in on_disk]
     expected = {
         str(f.relative_to(upstream_dir))
@@ -262,6 +263,48 @@ def test_a_study_missing_from_the_export_is_named_by_its_variable_report(db) -> 
     assert study["text_source"] == "var_report"
     assert (study["in_advanced_search"], study["is_current_version"]) == (False, True)
     assert study["var_report_dataset_count"] == 4
+
+
+def test_a_synthetic_study_is_labelled_and_has_no_dbgap_url(db) -> None:
+    study = record(db, "SELECT * FROM dbgap_study WHERE study_base = 'phs001985'")
+    assert (study["synthetic"], study["canonical_url"]) == (True, None)
+    for table in ("dbgap_dataset", "dbgap_variable"):
+        labels = rows(
+            db,
+            f"SELECT synthetic, canonical_url IS NULL, count(*) FROM {table} "
+            "GROUP BY ALL ORDER BY ALL",
+        )
+        synthetic = rows(
+            db, f"SELECT count(*) FROM {table} WHERE study_accession LIKE 'phs001985.%'"
+        )
+        assert labels == [(False, False, labels[0][2]), (True, True, synthetic[0][0])]
+    real = record(db, "SELECT * FROM dbgap_study WHERE study_accession = 'phs000286.v7.p2'")
+    assert real["synthetic"] is False and real["canonical_url"].startswith("https://www.ncbi.")
+
+
+def test_studies_the_selection_left_out_are_listed_with_their_names(db, upstream_dir) -> None:
+    export = read_studies_csv(upstream_dir / EXPORT, EXPORT, lambda *_: None)
+    on_ftp = {p.name for p in (upstream_dir / "dbgap" / "studies").iterdir()}
+    built = {b for (b,) in rows(db, "SELECT DISTINCT study_base FROM dbgap_study")}
+    assert built == set(SESSION_STUDIES)
+    unbuilt = {
+        r[0]: r[1:] for r in rows(db, "SELECT study_base, name, acronyms FROM dbgap_unbuilt_study")
+    }
+    assert set(unbuilt) == (set(export) | on_ftp) - built
+    name, acronyms = unbuilt["phs000179"]
+    assert name == export["phs000179"]["name"] and "COPDGene" in acronyms
+
+
+def test_the_dev_profile_reads_its_real_studies_only(mirror_url: str, tmp_path: Path) -> None:
+    staged = build(mirror_url, tmp_path / "out", profile="dev")
+    details = staged.snapshot.details
+    assert (details["selection"], details["studies"]) == ("dev", list(DEV_STUDIES))
+    with connect() as con:
+        bases = con.execute(
+            f"SELECT DISTINCT study_base, synthetic FROM read_parquet("
+            f"'{staged.tables['dbgap_study'].path}') ORDER BY 1"
+        ).fetchall()
+    assert bases == [(base, False) for base in DEV_STUDIES]
 
 
 # -- datasets, variables and coded values -------------------------------------------
@@ -625,7 +668,7 @@ def test_a_var_report_variable_with_a_bad_count_is_quarantined(
     assert example["line"] == variable_line
 
 
-def test_full_profile_takes_every_study_folder_upstream(
+def test_the_complete_profile_takes_every_study_folder_upstream(
     broken_mirror: Path, upstream_dir: Path, tmp_path: Path
 ) -> None:
     shutil.copytree(
@@ -633,9 +676,9 @@ def test_full_profile_takes_every_study_folder_upstream(
         broken_mirror / "dbgap" / "studies" / "phs001986",
     )
     with serve_directory(broken_mirror) as url:
-        staged = build(url, tmp_path / "out", profile="full")
+        staged = build(url, tmp_path / "out")
     details = staged.snapshot.details
-    assert details["selection"] == "full"
+    assert details["selection"] == "all"
     assert details["ftp_study_versions"] == ["phs000001.v1.p1", "phs001986.v1.p1"]
     assert staged.row_counts["dbgap_study"] == 3264 + 2  # the export, AREDS v1, phs001986 v1
     reports = (broken_mirror / "dbgap" / "studies" / "phs001986").glob("*/*/*.var_report.xml")

@@ -1,0 +1,156 @@
+"""The README's build over the whole mirror (the default profile): every study, data
+dictionary, variable, field, item and index the mirror holds is in the release, counted
+against the mirror's own files; the coverage block says what the release holds and
+what it lacks; every study a data dictionary names resolves."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import idc_index_data
+import pyarrow.parquet as pq
+
+from metabundle.search.release import Release
+from metabundle.search.tools import call_tool
+from metabundle.sources.dbgap.studies_csv import read_studies_csv
+from tests.support.build import Build
+from tests.support.cli import run_cli
+
+EXPORT = "dbgap/advanced_search/studies.csv"
+VARIABLE_TAG = re.compile(rb"<variable[\s>]")
+STUDY_ID = re.compile(rb'<data_table[^>]*\bstudy_id="(phs\d{6})\.v\d+"')
+
+
+def scalar(release: Release, sql: str) -> Any:
+    return release.query(sql)[0][0]
+
+
+def dictionaries(upstream_dir: Path) -> list[Path]:
+    studies = upstream_dir / "dbgap" / "studies"
+    return sorted(
+        p for p in studies.glob("*/*/pheno_variable_summaries/*") if ".data_dict" in p.name
+    )
+
+
+def coverage(release: Release) -> dict[str, Any]:
+    return release.manifest["coverage"]
+
+
+def test_every_study_the_upstream_lists_is_built(
+    complete_release: Release, upstream_dir: Path
+) -> None:
+    export = read_studies_csv(upstream_dir / EXPORT, EXPORT, lambda *_: None)
+    on_ftp = {p.name for p in (upstream_dir / "dbgap" / "studies").iterdir()}
+    bases = {b for (b,) in complete_release.query("SELECT DISTINCT study_base FROM dbgap_study")}
+    assert len(export) == 3264
+    assert bases == set(export) | on_ftp
+    assert scalar(complete_release, "SELECT count(*) FROM dbgap_unbuilt_study") == 0
+
+
+def test_every_data_dictionary_and_variable_of_the_mirror_is_built(
+    complete_release: Release, upstream_dir: Path
+) -> None:
+    files = dictionaries(upstream_dir)
+    built = {
+        name
+        for (name,) in complete_release.query(
+            "SELECT source_file FROM dbgap_dataset WHERE metadata_source = 'data_dict'"
+        )
+    }
+    assert built == {p.name for p in files}
+    expected = sum(len(VARIABLE_TAG.findall(p.read_bytes())) for p in files)
+    variables = scalar(
+        complete_release,
+        "SELECT count(*) FROM dbgap_variable WHERE metadata_source = 'data_dict'",
+    )
+    assert variables == expected > 130_000
+
+
+def test_every_study_a_data_dictionary_names_resolves(
+    complete_release: Release, upstream_dir: Path
+) -> None:
+    """The study whose folder holds a dictionary resolves to a version with variables;
+    the study a dictionary's ``study_id`` names (sometimes another one) resolves too."""
+    folders, named = set(), set()
+    for path in dictionaries(upstream_dir):
+        folders.add(path.parts[-4])
+        match = STUDY_ID.search(path.read_bytes()[:2000])
+        named.add(match[1].decode() if match else path.parts[-4])
+    assert len(folders) > 150
+    for base in sorted(folders | named):
+        payload = call_tool(complete_release, "resolve_dbgap_study", {"query": base})
+        assert "error" not in payload, (base, payload)
+        assert payload["recommended"]["study_id"].startswith(base + "."), base
+        if base in folders:
+            assert payload["recommended"]["has_variables"] is True, base
+
+
+def test_the_other_sources_hold_everything_their_files_offer(
+    complete_release: Release, upstream_dir: Path
+) -> None:
+    fields = (upstream_dir / "ukb" / "scdown" / "1.txt").read_text().splitlines()
+    assert scalar(complete_release, "SELECT count(*) FROM ukb_field") == len(fields) - 1
+    for index, table in (
+        ("idc_index", "idc_series"),
+        ("prior_versions_index", "idc_prior_version"),
+    ):
+        path = idc_index_data.INDEX_METADATA[index]["parquet_filepath"]
+        assert (
+            scalar(complete_release, f"SELECT count(*) FROM {table}")
+            == pq.read_metadata(path).num_rows
+        )
+
+
+def test_the_coverage_block_says_what_the_complete_build_holds(
+    complete_release: Release,
+) -> None:
+    block = coverage(complete_release)
+    assert block["profile"] == "complete" and block["complete"] is False
+    dbgap = block["sources"]["dbgap"]
+    assert (dbgap["selection"], dbgap["complete"], dbgap["left_out"]) == ("all", True, [])
+    counts = dbgap["counts"]
+    assert counts["studies"] == counts["studies_listed_upstream"] == 3264 + 2
+    assert counts["studies_with_variables"] + counts["studies_without_variables"] == 3266
+    assert counts["variables"] == scalar(complete_release, "SELECT count(*) FROM dbgap_variable")
+    assert counts["synthetic_studies"] == 2
+    omop = block["sources"]["omop"]
+    assert omop["selection"] == "public_subsets" and not omop["complete"]
+    assert "--omop-vocab" in omop["left_out"][0]["remedy"]
+    by_vocabulary = omop["counts"]["concepts_by_vocabulary"]
+    assert sum(by_vocabulary.values()) == omop["counts"]["concepts"]
+    idc = block["sources"]["idc"]
+    assert "prior_versions_index" in idc["counts"]["indices_loaded"]
+    assert "seg_index" in idc["left_out"][0]["what"]
+
+
+def test_coverage_is_stated_wherever_the_release_is_read(
+    complete_build: Build, complete_release: Release
+) -> None:
+    info = call_tool(complete_release, "get_release_info", {})
+    assert info["coverage"] == coverage(complete_release)
+    assert info["sources"]["idc"]["upstream"].startswith("idc-index-data ")
+    assert "*" not in (info["sources"]["omop"]["upstream_version"] or "")
+    text = run_cli("info", "--release", str(complete_build.release)).stdout
+    readme = (complete_build.release / "README.md").read_text()
+    metadata = (complete_build.release / "datasette" / "metadata.json").read_text()
+    for where in (text, readme, metadata):
+        assert "Profile complete" in where
+        assert "omop: PARTIAL" in where and "dbgap: complete" in where
+
+
+def test_a_study_that_does_not_exist_is_not_found_as_unlisted(
+    complete_release: Release,
+) -> None:
+    payload = call_tool(complete_release, "resolve_dbgap_study", {"query": "phs999999"})
+    assert payload["error"]["code"] == "not_found"
+    assert payload["error"]["details"]["reason"] == "not_listed_upstream"
+
+
+def test_a_synthetic_study_says_so_and_has_no_dbgap_url(complete_release: Release) -> None:
+    payload = call_tool(complete_release, "resolve_dbgap_study", {"query": "phs001986"})
+    recommended = payload["recommended"]
+    assert recommended["synthetic"] is True and recommended["canonical_url"] is None
+    real = call_tool(complete_release, "resolve_dbgap_study", {"query": "phs000179"})
+    assert "synthetic" not in real["recommended"]
