@@ -77,7 +77,8 @@ def _build(upstream: Path, out: Path, provider: str) -> dict[str, Any]:
     report = json.loads((out / "work" / "build_report.json").read_text())
     steps = report["steps"]
     embed = steps["embeddings"]
-    embedded = int(embed["reused"].get("embedded", 0))
+    reused = bool(embed["reused"].get("embeddings"))  # the whole step came from the cache
+    embedded = 0 if reused else int(embed["reused"].get("embedded", 0))
     return {
         "wall_s": round(wall, 1),
         "peak_rss_mb": round(peak_kb / 1024),

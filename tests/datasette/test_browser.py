@@ -63,6 +63,10 @@ def test_index_page(page: Page, served_url: str, release_path: Path) -> None:
     expect(page.get_by_role("heading", level=1)).to_contain_text(f"metabundle {version}")
     expect(page.get_by_label("Search every source:")).to_be_visible()
     expect(page.get_by_role("link", name="metabundle", exact=True)).to_be_visible()
+    coverage = page.locator(".metabundle-coverage")
+    expect(coverage).to_be_visible()
+    expect(coverage).to_contain_text("dbgap: PARTIAL")  # the shared build selects studies
+    expect(coverage).to_contain_text("--dbgap-studies")
     shot(page, "index")
 
 
