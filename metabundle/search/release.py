@@ -24,6 +24,8 @@ from metabundle.release.manifest import read_manifest
 from metabundle.release.pointer import resolve_release
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
 
+QUERY_VECTORS_KEPT = 64
+
 DUCKDB_FILE = "metabundle.duckdb"
 DEFAULT_MEMORY_LIMIT = "2GB"
 DEFAULT_THREADS = 2
@@ -63,6 +65,7 @@ class Release:
         self._lock = threading.Lock()
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
+        self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
 
     @classmethod
     def open(
@@ -180,9 +183,20 @@ class Release:
             return self._embedder
 
     def embed_query(self, text: str) -> np.ndarray:
-        """The unit vector of ``text`` under the release's model."""
+        """The unit vector of ``text`` under the release's model; the latest
+        :data:`QUERY_VECTORS_KEPT` queries' vectors are kept, so that one request that
+        ranks several sources embeds its query once."""
+        with self._lock:
+            kept = self._query_vectors.get(text)
+        if kept is not None:
+            return kept
         embedder = self.embedder()
         try:
-            return embedder.embed([text])[0]
+            vector = embedder.embed([text])[0]
         except EmbeddingsUnavailable as error:
             raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None
+        with self._lock:
+            if len(self._query_vectors) >= QUERY_VECTORS_KEPT:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[text] = vector
+        return vector

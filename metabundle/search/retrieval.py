@@ -318,11 +318,31 @@ def rank(
         exact = exact_matches(release, query, mask)
         retrieval.candidates["exact"] = len(exact)
         exact_hits = [hits.get(d) or Hit(d) for d in exact]
+        best = max((h.score for h in ordered), default=0.0)
         for hit in exact_hits:
             hit.exact = True
+            hit.score = max(hit.score, best)  # first, and never below a hit after it
         exact_set = set(exact)
         ordered = exact_hits + [h for h in ordered if h.docno not in exact_set]
     return ordered[:limit], retrieval
+
+
+def interleave_sources(ranked: dict[str, list[Hit]]) -> list[Hit]:
+    """One list from each source's own ranking: every source's first hits, then every
+    source's second, and so on (exact identifier matches before the rest of their
+    round). Within a round hits are ordered by cosine, the one signal on the same scale
+    in every source (one embedding model), then by source name; without embeddings
+    the rounds keep source order. Each hit's ``score`` becomes the reciprocal rank of
+    its round, ``1 / (RRF_K + round)``, so scores never rise as rank falls."""
+    merged = []
+    for source, hits in sorted(ranked.items()):
+        for position, hit in enumerate(hits, start=1):
+            cosine = hit.semantic if hit.semantic is not None else -1.0
+            merged.append(((position, not hit.exact, -cosine, source, hit.docno), hit))
+    merged.sort(key=lambda pair: pair[0])
+    for (position, *_rest), hit in merged:
+        hit.score = 1.0 / (RRF.rrf_k + position)
+    return [hit for _key, hit in merged]
 
 
 # -- hydration ------------------------------------------------------------------------

@@ -154,3 +154,20 @@ def test_a_synthetic_study_says_so_and_has_no_dbgap_url(complete_release: Releas
     assert recommended["synthetic"] is True and recommended["canonical_url"] is None
     real = call_tool(complete_release, "resolve_dbgap_study", {"query": "phs000179"})
     assert "synthetic" not in real["recommended"]
+
+
+def test_search_all_keeps_distinct_entities_that_share_a_title(
+    complete_release: Release,
+) -> None:
+    """UK Biobank 21001 and 23104 are both titled "Body mass index (BMI)"; dbGaP's many
+    variables of that name do not push every other source off the list."""
+    payload = call_tool(complete_release, "search_all", {"query": "body mass index", "limit": 20})
+    found = {(item["source"], item["id"]) for item in payload["results"]}
+    assert {("ukb", "21001"), ("ukb", "23104")} <= found
+    assert {item["source"] for item in payload["results"][:5]} == {
+        "dbgap",
+        "ukb",
+        "aou",
+        "omop",
+        "idc",
+    }

@@ -46,6 +46,35 @@ def test_exact_identifier_ranks_first(release: Release) -> None:
     payload = call_tool(release, "search_all", {"query": "21001", "limit": 3})
     first = payload["results"][0]
     assert (first["source"], first["id"], first["scores"]["exact_match"]) == ("ukb", "21001", True)
+    assert first["scores"]["score"] >= max(i["scores"]["score"] for i in payload["results"])
+
+
+@pytest.mark.parametrize("query", ["21001", "body mass index", "heart attack", "tumor status"])
+def test_scores_never_rise_as_rank_falls(release: Release, query: str) -> None:
+    results = call_tool(release, "search_all", {"query": query, "limit": 30})["results"]
+    scores = [item["scores"]["score"] for item in results]
+    assert scores == sorted(scores, reverse=True) and len(scores) == 30
+
+
+def test_each_source_contributes_its_best_hits(release: Release) -> None:
+    payload = call_tool(release, "search_all", {"query": "heart attack", "limit": 10})
+    assert {item["source"] for item in payload["results"][:5]} == set(release.manifest["sources"])
+    assert payload["retrieval"]["merge"].startswith("each source ranked on its own")
+
+
+def test_versions_of_one_variable_collapse_and_say_so(release: Release) -> None:
+    (description,) = release.query(
+        "SELECT v7.description FROM dbgap_variable v7 JOIN dbgap_variable v6 "
+        "USING (variable_base) WHERE v7.study_accession = 'phs000286.v7.p2' "
+        "AND v6.study_accession = 'phs000286.v6.p2' AND length(v7.description) > 30 "
+        "ORDER BY v7.variable_id LIMIT 1"
+    )[0]
+    arguments = {"query": description, "sources": ["dbgap"], "kinds": ["variable"], "limit": 10}
+    payload = call_tool(release, "search_all", arguments)
+    bases = [item["id"].split("/")[-1].split(".")[0] for item in payload["results"]]
+    assert len(bases) == len(set(bases))  # one hit per variable, whatever its versions
+    assert payload["results"][0]["versions_collapsed"] >= 1
+    assert payload["versions_collapsed"] >= 1
 
 
 def test_survey_answers_fold_into_their_questions(release: Release) -> None:

@@ -4,6 +4,7 @@ cross-source search that ranks every source in one list."""
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ from metabundle.search.retrieval import (
     Hit,
     combine,
     documents,
+    interleave_sources,
     mask_from_sql,
     rank,
     source_mask,
@@ -27,7 +29,11 @@ from metabundle.search.tools import tool
 from metabundle.sources.registry import get_source
 
 SNIPPET_CHARS = 300
-DIVERSITY_POOL = 3  # candidates per requested result, before look-alikes are dropped
+DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
+MERGE = "each source ranked on its own, then interleaved by rank (ties by cosine)"
+"""How search_all makes one list of the sources' rankings, as its retrieval block says."""
+VERSION_MARK = re.compile(r"\.[vp]\d+")
+"""A dbGaP version mark in an accession: ``.v4`` or ``.p2``."""
 GROUP = "release"
 
 
@@ -210,20 +216,41 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
     kinds_mask = (
         mask_from_sql(release, "list_contains(?, kind)", [params.kinds]) if params.kinds else None
     )
-    mask = combine(source_mask(release, params.sources), kinds_mask)
-    hits, retrieval = rank(
-        release,
-        params.query,
-        method=params.method,
-        mask=mask,
-        limit=params.limit * DIVERSITY_POOL,
-        fusion=RRF,
-    )
-    rows = documents(release, [h.docno for h in hits])
-    hits = fold_children(release, hits, rows)
-    kept = distinct_titles(hits, rows)[: params.limit]
-    results = [result_item(i, rows[h.docno], h.scores()) for i, h in enumerate(kept, start=1)]
-    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
+    ranked: dict[str, list[Hit]] = {}
+    rows: dict[int, dict[str, Any]] = {}
+    collapsed: dict[int, int] = {}
+    candidates: dict[str, int] = {}  # summed over the sources
+    retrieval = None
+    for source in params.sources or available:
+        mask = combine(source_mask(release, [source]), kinds_mask)
+        hits, retrieval = rank(
+            release,
+            params.query,
+            method=params.method,
+            mask=mask,
+            limit=params.limit * DIVERSITY_POOL,
+            fusion=RRF,
+        )
+        for signal, count in retrieval.candidates.items():
+            candidates[signal] = candidates.get(signal, 0) + count
+        rows.update(documents(release, [h.docno for h in hits]))
+        ranked[source], versions = distinct_entities(fold_children(release, hits, rows), rows)
+        collapsed.update(versions)
+    assert retrieval is not None  # a release has at least one source
+    retrieval.candidates = candidates
+    kept = interleave_sources(ranked)[: params.limit]
+    results = []
+    for position, hit in enumerate(kept, start=1):
+        item = result_item(position, rows[hit.docno], hit.scores())
+        if collapsed.get(hit.docno):
+            item["versions_collapsed"] = collapsed[hit.docno]
+        results.append(item)
+    return {
+        "query": params.query,
+        "retrieval": {**retrieval.to_json(), "merge": MERGE},
+        "results": results,
+        "versions_collapsed": sum(collapsed.get(h.docno, 0) for h in kept),
+    }
 
 
 def fold_children(release: Release, hits: list[Hit], rows: dict[int, dict[str, Any]]) -> list[Hit]:
@@ -255,16 +282,25 @@ def fold_children(release: Release, hits: list[Hit], rows: dict[int, dict[str, A
     return folded
 
 
-def distinct_titles(hits: list[Hit], rows: dict[int, dict[str, Any]]) -> list[Hit]:
-    """Keep the best hit per (source, kind, title): one list across sources should not
-    spend its places on look-alikes such as the many "Yes" answers of survey questions.
-    Exact identifier matches are all kept."""
-    seen: set[tuple[str, str, str]] = set()
-    kept = []
+def entity_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """What stays the same across the versions of one entity: its source, kind and id
+    without version marks, and without the study version an entity is published in
+    (``phs000286.v7.p2/phv00124545.v4.p2`` and ``phs000286.v6.p2/phv00124545.v3.p2``
+    are one dbGaP variable)."""
+    last = row["entity_id"].rsplit("/", 1)[-1]
+    return (row["source"], row["kind"], VERSION_MARK.sub("", last))
+
+
+def distinct_entities(
+    hits: list[Hit], rows: dict[int, dict[str, Any]]
+) -> tuple[list[Hit], dict[int, int]]:
+    """The best hit per entity, and how many other versions of it were collapsed into
+    each kept hit (by docno). Distinct entities that share a title are all kept."""
+    kept: dict[tuple[str, str, str], Hit] = {}
+    collapsed: dict[int, int] = {}
     for hit in hits:
-        row = rows[hit.docno]
-        key = (row["source"], row["kind"], " ".join(row["title"].lower().split()))
-        if hit.exact or key not in seen:
-            seen.add(key)
-            kept.append(hit)
-    return kept
+        key = entity_key(rows[hit.docno])
+        first = kept.setdefault(key, hit)
+        if first is not hit:
+            collapsed[first.docno] = collapsed.get(first.docno, 0) + 1
+    return list(kept.values()), collapsed

@@ -1,0 +1,123 @@
+"""How ``search_all`` makes one list of every source: the production merge against one
+global ranking, query by query, over every evaluation set.
+
+``python -m benchmarks.search_all_merge [--release DIR] [--json OUT]``
+
+Every query of ``tests/eval/<source>.jsonl`` is asked of ``search_all`` over *every*
+source (no ``sources`` filter), as an agent that does not know where a variable lives
+would ask it; a result counts when it is one of that query's relevant entities of
+that source. Two merges are compared in one run:
+
+* **production**: ``search_all`` itself — each source ranked on its own, then the
+  sources' rankings interleaved by rank (ties by cosine);
+* **global**: one hybrid ranking over all documents at once (reciprocal rank fusion
+  of one BM25 and one ANN list), versions collapsed the same way — the merge used
+  before, kept here as the baseline.
+
+It reports nDCG@10 and recall@10 per source and pooled, with the paired difference
+(production − global) and its 95 % bootstrap interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.quality import _paired, load_sets, ndcg, recall
+from metabundle.search.release import Release
+from metabundle.search.retrieval import RRF, documents, rank
+from metabundle.search.services.common import distinct_entities, fold_children
+from metabundle.search.tools import call_tool
+
+K = 10
+MERGES = ("production", "global")
+
+
+def production(release: Release, query: str) -> list[tuple[str, str]]:
+    payload = call_tool(release, "search_all", {"query": query, "limit": K})
+    return [(item["source"], item["id"]) for item in payload["results"]]
+
+
+def global_ranking(release: Release, query: str) -> list[tuple[str, str]]:
+    hits, _retrieval = rank(release, query, method="hybrid", mask=None, limit=K * 3, fusion=RRF)
+    rows = documents(release, [h.docno for h in hits])
+    kept, _collapsed = distinct_entities(fold_children(release, hits, rows), rows)
+    return [(rows[h.docno]["source"], rows[h.docno]["entity_id"]) for h in kept[:K]]
+
+
+def ranked_ids(results: list[tuple[str, str]], source: str) -> list[str]:
+    """The results as ids, another source's results as ids that match nothing."""
+    return [entity if where == source else f"{where}:{entity}" for where, entity in results]
+
+
+def measure(release: Release) -> dict[str, Any]:
+    """Per source and pooled: each merge's means and the paired comparison."""
+    per_query: dict[str, dict[str, dict[str, list[float]]]] = {}
+    in_release = set(release.manifest["sources"])
+    for source, cases in load_sets().items():
+        if source not in in_release:
+            continue
+        figures: dict[str, dict[str, list[float]]] = {m: {"ndcg": [], "recall": []} for m in MERGES}
+        for case in cases:
+            for merge, ranker in (("production", production), ("global", global_ranking)):
+                ranked = ranked_ids(ranker(release, case.query), source)
+                figures[merge]["ndcg"].append(ndcg(ranked, case.relevant, K))
+                figures[merge]["recall"].append(recall(ranked, case.relevant, K))
+        per_query[source] = figures
+    report: dict[str, Any] = {"release": str(release.path), "sources": {}}
+    pooled = {m: {"ndcg": [], "recall": []} for m in MERGES}
+    for source, figures in per_query.items():
+        report["sources"][source] = _summary(figures)
+        for merge in MERGES:
+            for metric in ("ndcg", "recall"):
+                pooled[merge][metric] += figures[merge][metric]
+    report["pooled"] = _summary(pooled)
+    return report
+
+
+def _summary(figures: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
+    queries = len(figures["production"]["ndcg"])
+    out: dict[str, Any] = {"queries": queries}
+    for metric in ("ndcg", "recall"):
+        out[metric] = {m: round(sum(figures[m][metric]) / queries, 4) for m in MERGES}
+        out[metric]["paired"] = _paired(figures["production"][metric], figures["global"][metric])
+    return out
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [
+        "set       queries  ndcg@10 prod / global (Δ, 95 % CI)     recall@10 prod / global (Δ)"
+    ]
+    for name, row in [*report["sources"].items(), ("pooled", report["pooled"])]:
+        cells = []
+        for metric in ("ndcg", "recall"):
+            paired = row[metric]["paired"]
+            low, high = paired["ci95"]
+            cells.append(
+                f"{row[metric]['production']:.3f} / {row[metric]['global']:.3f} "
+                f"({paired['mean_delta']:+.3f}, [{low:+.3f}, {high:+.3f}])"
+            )
+        lines.append(f"{name:<9} {row['queries']:>7}  {cells[0]:<38} {cells[1]}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.search_all_merge", description=__doc__
+    )
+    parser.add_argument("--release", type=Path, default=Path("build/current"))
+    parser.add_argument("--json", type=Path, help="write the report here")
+    args = parser.parse_args(argv)
+    with Release.open(args.release) as release:
+        report = measure(release)
+    print(render(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
