@@ -186,11 +186,11 @@ class Release:
         """The unit vector of ``text`` under the release's model; the latest
         :data:`QUERY_VECTORS_KEPT` queries' vectors are kept, so that one request that
         ranks several sources embeds its query once."""
+        embedder = self.embedder()  # refuses first when embeddings are off
         with self._lock:
             kept = self._query_vectors.get(text)
         if kept is not None:
             return kept
-        embedder = self.embedder()
         try:
             vector = embedder.embed([text])[0]
         except EmbeddingsUnavailable as error:

@@ -171,3 +171,31 @@ def test_search_all_keeps_distinct_entities_that_share_a_title(
         "omop",
         "idc",
     }
+
+
+COHORTS = {
+    "Framingham Heart Study": "phs000007",
+    "Jackson Heart Study": "phs000286",
+    "Multi-Ethnic Study of Atherosclerosis": "phs000209",
+    "Atherosclerosis Risk in Communities": "phs000280",
+    "Cardiovascular Health Study": "phs000287",
+}
+"""Full names of cohorts as researchers write them, and the cohort's own accession."""
+
+
+def test_a_cohort_full_name_resolves_to_the_parent_cohort(complete_release: Release) -> None:
+    """Not a TOPMed, BioLINCC, genomics or COVID-19 companion: the cohort the
+    sub-studies name as their parent, at its version with the most variables."""
+    for name, base in COHORTS.items():
+        payload = call_tool(complete_release, "resolve_dbgap_study", {"query": name})
+        recommended = payload["recommended"]
+        assert recommended["study_id"].startswith(base + "."), (name, recommended["study_id"])
+        versions = complete_release.query(
+            "SELECT max(variable_count) FROM dbgap_study WHERE study_base = ?", [base]
+        )[0][0]
+        assert recommended["variable_count"] == versions, name
+        if recommended["match"]["reason"] == "parent_of_matches":
+            subs = [c for c in payload["candidates"] if c.get("sub_study_of") == base]
+            assert len(subs) >= 2, f"{name}: the sub-studies are listed as alternatives"
+        else:  # the cohort's own name matched; its companions do not outrank it
+            assert recommended["match"]["reason"] == "name", name

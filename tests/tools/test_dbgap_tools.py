@@ -104,15 +104,18 @@ def test_a_base_accession_lists_its_versions_and_recommends_the_preferred_one(
         assert sorted(ids) == sorted(r["study_accession"] for r in rows)
         assert all(c["match"]["reason"] == "base_accession" for c in payload["candidates"])
         current = next(r for r in rows if r["is_current_version"])
+        richest = max(r["variable_count"] for r in rows)
         recommended = payload["recommended"]
-        if current["has_variables"]:
+        # the version whose variables the release holds most of; the current one on ties
+        assert recommended["variable_count"] == richest
+        if current["variable_count"] == richest:
             assert recommended["study_id"] == current["study_accession"]
-        else:  # a version with variables is preferred over a current one without any
-            assert recommended["has_variables"] is True
+        else:
             assert any(current["study_accession"] in w for w in payload["resolution"]["warnings"])
-    # JHS: the current version has 7 variables, the older one thousands: said so
-    warnings = resolve(release, "phs000286")["resolution"]["warnings"]
-    assert any(JHS_OLDER in w and "variables" in w for w in warnings)
+    # JHS: the current version has 7 variables, the older one thousands: the older one
+    payload = resolve(release, "phs000286")
+    assert payload["recommended"]["study_id"] == JHS_OLDER
+    assert any(JHS_CURRENT in w for w in payload["resolution"]["warnings"])
 
 
 def test_a_versioned_accession_resolves_exactly_and_keeps_the_alternatives(
@@ -483,10 +486,10 @@ def test_cli_search_over_dbgap_goes_through_the_core(mirror_build: Build) -> Non
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
-    exact = [r["id"] for r in payload["results"] if r["scores"]["exact_match"]]
-    # the accession is published in both JHS versions: both resolve exactly, first
-    assert exact == [f"{v}/phv00124545.v4.p2" for v in (JHS_OLDER, JHS_CURRENT)]
-    assert payload["results"][:2] == [r for r in payload["results"] if r["scores"]["exact_match"]]
+    exact = [r for r in payload["results"] if r["scores"]["exact_match"]]
+    # the accession is published in both JHS versions: one variable, its versions collapsed
+    assert [r["id"] for r in exact] == [f"{JHS_OLDER}/phv00124545.v4.p2"]
+    assert exact[0]["versions_collapsed"] == 1 and payload["results"][0] == exact[0]
     assert {r["source"] for r in payload["results"]} == {"dbgap"}
 
 

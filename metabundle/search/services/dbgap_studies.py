@@ -15,6 +15,7 @@ import difflib
 import re
 import threading
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -34,10 +35,14 @@ PARENTHESES_RE = re.compile(r"\([^)]*\)")
 DESCRIPTION_POOL = 50
 SUGGESTIONS = 5
 
+PARENT_QUORUM = 2
+"""A study whose sub-studies match a name this many times is the cohort the name means."""
+
 # How strongly a study matched; higher wins, ties go to the study with more metadata.
 TIERS = {
     "accession": 100,
     "base_accession": 90,
+    "parent_of_matches": 85,
     "acronym": 80,
     "name": 80,
     "name_words": 60,
@@ -47,7 +52,8 @@ TIERS = {
 STUDY_INDEX_SQL = """
 SELECT study_accession, study_base, version, participant_set, is_current_version,
        current_accession, name, acronyms, text_source, has_variables, dataset_count,
-       variable_count, document_count, canonical_url, synthetic
+       variable_count, document_count, canonical_url, synthetic,
+       split_part(parent_study_accession, '.', 1) AS parent_base
 FROM dbgap_study
 ORDER BY study_accession
 """
@@ -72,12 +78,14 @@ class StudyVersion:
     document_count: int
     canonical_url: str | None
     synthetic: bool
+    parent_base: str | None
 
     def summary(self) -> dict[str, Any]:
         """The candidate shape shared by resolution and suggestions; a synthetic study
         says so (and has no URL)."""
         return {
             **({"synthetic": True} if self.synthetic else {}),
+            **({"sub_study_of": self.parent_base} if self.parent_base else {}),
             "study_id": self.study_id,
             "name": self.name,
             "acronyms": list(self.acronyms),
@@ -91,9 +99,16 @@ class StudyVersion:
         }
 
 
-def preference(row: StudyVersion) -> tuple[bool, bool, int, int]:
-    """Sort key among the versions of one study: with variables, current, newest."""
-    return (not row.has_variables, not row.is_current, -row.version, -row.participant_set)
+def preference(row: StudyVersion) -> tuple[bool, int, bool, int, int]:
+    """Sort key among the versions of one study: the one whose variables this release
+    holds most of, then the current one, then the newest."""
+    return (
+        not row.has_variables,
+        -row.variable_count,
+        not row.is_current,
+        -row.version,
+        -row.participant_set,
+    )
 
 
 def metadata_weight(rows: list[StudyVersion]) -> tuple[int, int]:
@@ -132,6 +147,7 @@ class StudyIndex:
                 document_count=int(r[12]),
                 canonical_url=r[13],
                 synthetic=bool(r[14]),
+                parent_base=r[15] or None,
             )
             for r in release.query(STUDY_INDEX_SQL)
         ]
@@ -150,6 +166,7 @@ class StudyIndex:
                 r.study_id: {
                     tuple(tokenize(r.name)),
                     tuple(tokenize(PARENTHESES_RE.sub(" ", r.name))),
+                    content_terms(tokenize(PARENTHESES_RE.sub(" ", r.name))),
                 }
                 for r in rows
             },
@@ -325,6 +342,11 @@ def accession_matches(index: StudyIndex, asked: Interpretation) -> tuple[list[Ma
     return matches, warnings
 
 
+def content_terms(terms: Iterable[str]) -> tuple[str, ...]:
+    """``terms`` without the words every study name may carry (study, cohort, ...)."""
+    return tuple(t for t in terms if t not in GENERIC_TERMS)
+
+
 def name_matches(release: Release, index: StudyIndex, query: str) -> list[Match]:
     """Studies whose acronym, name, name words or description words match ``query``."""
     lowered = query.lower()
@@ -334,13 +356,32 @@ def name_matches(release: Release, index: StudyIndex, query: str) -> list[Match]
     for row in index.by_id.values():
         if lowered in (a.lower() for a in row.acronyms):
             matches.append(Match(row, "acronym", query))
-        elif query_terms and query_terms in index.name_forms[row.study_id]:
+        elif query_terms and (
+            query_terms in index.name_forms[row.study_id]
+            or content_terms(query_terms) in index.name_forms[row.study_id]
+        ):
             matches.append(Match(row, "name", row.name))
         elif terms and set(terms) <= index.name_terms[row.study_id]:
             matches.append(Match(row, "name_words", " ".join(terms)))
     if terms:
         matches += description_matches(release, index, query, set(terms))
-    return matches
+    return matches + parent_matches(index, matches)
+
+
+def parent_matches(index: StudyIndex, matches: list[Match]) -> list[Match]:
+    """The parent studies of :data:`PARENT_QUORUM` or more matched studies: a cohort's
+    full name often appears only in its sub-studies' names (genomics, BioLINCC and
+    TOPMed companions), so the cohort they share stands for the name."""
+    children: dict[str, set[str]] = {}
+    for match in matches:
+        parent = match.row.parent_base
+        if parent and parent != match.row.base and index.versions(parent):
+            children.setdefault(parent, set()).add(match.row.base)
+    return [
+        Match(index.preferred(parent), "parent_of_matches", f"parent of {', '.join(sorted(kids))}")
+        for parent, kids in sorted(children.items())
+        if len(kids) >= PARENT_QUORUM
+    ]
 
 
 def description_matches(
