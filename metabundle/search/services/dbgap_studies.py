@@ -2,11 +2,12 @@
 and the heuristic resolution of names, acronyms, URLs and accessions.
 
 A study has several versions (``phs000286.v6.p2``, ``phs000286.v7.p2``); tools work on
-one full versioned accession. Among the versions of a study, those with variables are
-preferred, then the current one, then the newest (:func:`preference`). Resolution
-(:func:`resolve`) is a heuristic and says so: it ranks studies by how they matched
-(accession, acronym, name, words of the name, words of the description) and breaks ties
-by how much metadata a study has (variables, then datasets).
+one full versioned accession. Among the versions of a study, the one with the most
+variables in this release is preferred, then the current one, then the newest
+(:func:`preference`). Resolution (:func:`resolve`) is a heuristic and says so: it ranks
+studies by how they matched (accession, the parent of several matched sub-studies,
+acronym, name, words of the name, words of the description) and breaks ties by how much
+metadata a study has (variables, then datasets).
 """
 
 from __future__ import annotations
