@@ -8,6 +8,7 @@ and the end of a run, says how fast the machine was while the figures were taken
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import statistics
@@ -272,3 +273,12 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     return env
+
+
+def print_and_save(text: str, report: dict[str, Any], path: Path | None) -> int:
+    """Print a module's table and, when ``path`` is given, write its report as JSON;
+    the exit status of a benchmark that finished."""
+    print(text)
+    if path is not None:
+        path.write_text(json.dumps(report, indent=1) + "\n")
+    return 0

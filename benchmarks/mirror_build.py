@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, loadavg, machine
+from benchmarks.common import REPO, loadavg, machine, print_and_save
 
 DEFAULT_UPSTREAM = REPO.parent / "shared" / "upstream"
 
@@ -149,10 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     providers = [p.strip() for p in args.providers.split(",") if p.strip()]
     report = measure(args.upstream.resolve(), providers, args.work / "mirror-build-bench")
-    print(render(report))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return print_and_save(render(report), report, args.json)
 
 
 if __name__ == "__main__":

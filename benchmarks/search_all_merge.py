@@ -21,11 +21,11 @@ It reports nDCG@10 and recall@10 per source and pooled, with the paired differen
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import print_and_save
 from benchmarks.quality import _paired, load_sets, ndcg, recall
 from metabundle.search.release import Release
 from metabundle.search.retrieval import RRF, documents, rank
@@ -113,10 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with Release.open(args.release) as release:
         report = measure(release)
-    print(render(report))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return print_and_save(render(report), report, args.json)
 
 
 if __name__ == "__main__":
