@@ -22,25 +22,11 @@ from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
 from metabundle.release.manifest import read_manifest
 from metabundle.release.pointer import resolve_release
+from metabundle.search.engine import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, open_hardened
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
+from metabundle.search.sql_pool import SqlWorkers
 
 DUCKDB_FILE = "metabundle.duckdb"
-DEFAULT_MEMORY_LIMIT = "2GB"
-DEFAULT_THREADS = 2
-
-
-def hardened_config(memory_limit: str, threads: int) -> dict[str, Any]:
-    """DuckDB's own recommendations for untrusted SQL, locked at connect time."""
-    return {
-        "enable_external_access": False,
-        "autoload_known_extensions": False,
-        "autoinstall_known_extensions": False,
-        "allow_community_extensions": False,
-        "memory_limit": memory_limit,
-        "max_temp_directory_size": "0B",
-        "threads": threads,
-        "lock_configuration": True,
-    }
 
 
 def embeddings_enabled() -> bool:
@@ -57,9 +43,7 @@ class Release:
         self.manifest = read_manifest(path)
         self.version: str = self.manifest["version"]
         self.search_info: dict[str, Any] = self.manifest.get("search") or {}
-        self._con = duckdb.connect(
-            str(path / DUCKDB_FILE), read_only=True, config=hardened_config(memory_limit, threads)
-        )
+        self._con = open_hardened(path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads)
         self._lock = threading.Lock()
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
@@ -76,6 +60,8 @@ class Release:
         return cls(resolve_release(Path(path)), memory_limit=memory_limit, threads=threads)
 
     def close(self) -> None:
+        if "sql_workers" in self.__dict__:
+            self.sql_workers.close()
         self._con.close()
 
     def __enter__(self) -> Release:
@@ -89,6 +75,11 @@ class Release:
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor of its own for one request (DuckDB connections are not thread-safe)."""
         return self._con.cursor()
+
+    @cached_property
+    def sql_workers(self) -> SqlWorkers:
+        """The bounded worker processes that run ``run_sql`` (started on first use)."""
+        return SqlWorkers(self.path / DUCKDB_FILE)
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """Rows of a parameterized query of our own, on a fresh cursor."""
