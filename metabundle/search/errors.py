@@ -15,6 +15,7 @@ QUERY_TIMEOUT = "query_timeout"
 RESULT_TOO_LARGE = "result_too_large"
 SQL_ERROR = "sql_error"
 RESOURCE_EXHAUSTED = "resource_exhausted"
+RELEASE_DAMAGED = "release_damaged"
 INTERNAL_ERROR = "internal_error"
 
 HTTP_STATUS = {
@@ -25,6 +26,7 @@ HTTP_STATUS = {
     RESULT_TOO_LARGE: 413,
     SQL_ERROR: 400,
     RESOURCE_EXHAUSTED: 422,
+    RELEASE_DAMAGED: 500,
     INTERNAL_ERROR: 500,
 }
 

@@ -17,13 +17,15 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from metabundle.errors import ReleaseError
 from metabundle.index.ann import AnnIndex, load_vectors, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
-from metabundle.release.manifest import read_manifest
+from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
 from metabundle.search.engine import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, open_hardened
-from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
+from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
+from metabundle.search.sql_guard import first_line
 from metabundle.search.sql_pool import SqlWorkers
 
 DUCKDB_FILE = "metabundle.duckdb"
@@ -40,10 +42,18 @@ class Release:
 
     def __init__(self, path: Path, *, memory_limit: str, threads: int) -> None:
         self.path = path
-        self.manifest = read_manifest(path)
+        self.manifest = check_release_files(path)
         self.version: str = self.manifest["version"]
         self.search_info: dict[str, Any] = self.manifest.get("search") or {}
-        self._con = open_hardened(path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads)
+        try:
+            self._con = open_hardened(
+                path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads
+            )
+        except duckdb.Error as error:
+            reason = first_line(error)
+            raise ReleaseError(f"{DUCKDB_FILE} cannot be opened ({reason}); {DAMAGED}") from None
+        self._files = {entry["path"]: entry for entry in self.manifest["files"]}
+        self._checked: set[str] = set()
         self._lock = threading.Lock()
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
@@ -123,7 +133,7 @@ class Release:
     @cached_property
     def vectors(self) -> np.ndarray | None:
         path = self.path / "ann" / "vectors.npy"
-        return load_vectors(path) if path.exists() else None
+        return load_vectors(self._checked_file(path)) if path.exists() else None
 
     def ann_index(self, source: str) -> AnnIndex | None:
         """The memory-mapped ANN index of ``source`` (None when it has none)."""
@@ -133,8 +143,23 @@ class Release:
                 path = self.path / "ann" / f"{source}.{backend}"
                 if not path.exists():
                     return None
-                self._ann[source] = open_ann_index(path)
+                self._ann[source] = open_ann_index(self._checked_file(path))
             return self._ann[source]
+
+    def _checked_file(self, path: Path) -> Path:
+        """``path`` once its sha256 matched the manifest (hashed once per process, before
+        it is memory-mapped), else ``release_damaged``."""
+        name = path.relative_to(self.path).as_posix()
+        if name not in self._checked:
+            entry = self._files.get(name)
+            if entry is None:
+                raise ToolError(RELEASE_DAMAGED, f"{name} is not listed in the manifest; {DAMAGED}")
+            try:
+                check_digest(self.path, entry)
+            except ReleaseError as error:
+                raise ToolError(RELEASE_DAMAGED, str(error)) from None
+            self._checked.add(name)
+        return path
 
     @property
     def embedding_provider(self) -> str | None:
