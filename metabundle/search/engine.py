@@ -44,6 +44,8 @@ def open_hardened(
     con = duckdb.connect(
         str(database), read_only=True, config=hardened_config(memory_limit, threads)
     )
-    con.execute("SET disabled_filesystems = 'LocalFileSystem'")
-    con.execute("SET lock_configuration = true")
+    locked = con.execute("SELECT current_setting('lock_configuration')").fetchone()
+    if not (locked and locked[0]):  # a second connection shares the locked instance
+        con.execute("SET disabled_filesystems = 'LocalFileSystem'")
+        con.execute("SET lock_configuration = true")
     return con
