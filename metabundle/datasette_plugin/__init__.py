@@ -11,7 +11,8 @@ Datasette serving a release's ``metabundle.sqlite``:
   errors with their HTTP status, and ``/-/api/openapi.json`` generated from the tools'
   pydantic models;
 - bounds on every request (:mod:`.bounds`): SQLite value and statement size limits,
-  a response byte cap and typed JSON for server errors;
+  a response byte cap and typed JSON for server errors; error pages that keep their
+  4xx status (:mod:`.errors`);
 - the search as an MCP tool of ``datasette-mcp``'s ``/-/mcp`` when that plugin is
   installed (its ``register_mcp_tools`` hook).
 
@@ -29,6 +30,7 @@ from datasette.utils.asgi import Request, Response
 from metabundle.datasette_plugin import mcp_tools
 from metabundle.datasette_plugin.api import API_PREFIX, api_tool, json_response, tool_index
 from metabundle.datasette_plugin.bounds import BoundedApp, limit_connection
+from metabundle.datasette_plugin.errors import error_response, replace_default_handler
 from metabundle.datasette_plugin.openapi import openapi_document
 from metabundle.datasette_plugin.release_link import NoRelease, release_for, release_path
 from metabundle.datasette_plugin.search_page import search_json, search_page
@@ -75,9 +77,20 @@ def asgi_wrapper(datasette: Any) -> Any:
 
 
 @hookimpl
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """Error pages with their 4xx status and no Python text (see :mod:`.errors`)."""
+
+    async def respond() -> Response:
+        return await error_response(datasette, request, exception)
+
+    return respond
+
+
+@hookimpl
 def startup(datasette: Any) -> None:
     """Open the release now, so a broken one fails at start rather than on a search;
     the SQLite file Datasette serves must match its sha256 in the manifest."""
+    replace_default_handler()
     try:
         release_path(datasette)
     except NoRelease:

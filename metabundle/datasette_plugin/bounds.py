@@ -4,7 +4,8 @@
   (:data:`MAX_VALUE_BYTES`, :data:`MAX_SQL_BYTES`), so ``zeroblob(1000000000)`` or
   ``repeat``-style growth fails inside SQLite with "string or blob too big" instead of
   filling memory; Datasette's own ``sql_time_limit_ms`` bounds the time.
-- :class:`BoundedApp` wraps the ASGI app: a response body over
+- :class:`BoundedApp` wraps the ASGI app: a write method (POST, PUT, ...) outside the
+  ``/-/`` routes is an ``invalid_request`` (the release is read-only), a response body over
   :data:`MAX_RESPONSE_BYTES` is replaced by a ``result_too_large`` error, and a server
   error (an exception, or a status 500 outside the plugin's own typed routes) by a
   typed ``internal_error`` with no Python text.
@@ -17,12 +18,13 @@ import sqlite3
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from metabundle.search.errors import INTERNAL_ERROR, RESULT_TOO_LARGE, ToolError
+from metabundle.search.errors import INTERNAL_ERROR, INVALID_REQUEST, RESULT_TOO_LARGE, ToolError
 
 MAX_VALUE_BYTES = 100_000
 """Longest string or blob SQLite may build (the longest text in a release is ~17 kB)."""
 MAX_SQL_BYTES = 100_000
 MAX_RESPONSE_BYTES = 20_000_000
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PLUGIN_PATHS = ("/-/api", "/-/search")
 """The plugin's own routes, which answer their errors typed already."""
 
@@ -44,6 +46,11 @@ def _error_body(error: ToolError) -> bytes:
 
 
 SERVER_ERROR = ToolError(INTERNAL_ERROR, "The server could not answer this request.")
+READ_ONLY = ToolError(
+    INVALID_REQUEST,
+    "The release is read-only: its databases and tables answer GET only "
+    "(the search API takes POST at /-/api/<tool>).",
+)
 TOO_LARGE = ToolError(
     RESULT_TOO_LARGE,
     f"The response is over the {MAX_RESPONSE_BYTES:,}-byte cap; select fewer rows or columns.",
@@ -60,8 +67,11 @@ class BoundedApp:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        own = str(scope.get("path", "")).startswith(PLUGIN_PATHS)
-        response = _Response(send, retype_server_errors=not own)
+        path = str(scope.get("path", ""))
+        response = _Response(send, retype_server_errors=not path.startswith(PLUGIN_PATHS))
+        if scope.get("method") not in READ_METHODS and not path.startswith("/-/"):
+            await response.fail(READ_ONLY)
+            return
         try:
             await self.app(scope, receive, response.send)
         except Exception:  # a bug below: answer without its text
