@@ -105,6 +105,9 @@ def test_the_cli_names_the_damaged_file_in_one_sentence(
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "fts/weight.npy" in lines[0] and "Traceback" not in result.stderr
+    quick = run_cli("verify", "--quick", str(root))
+    assert quick.returncode == 1 and "fts/weight.npy" in quick.stderr
+    assert run_cli("verify", "--quick", str(flaky_build.build.release)).returncode == 0
 
 
 def test_overwritten_vectors_are_refused_before_they_are_mapped(
