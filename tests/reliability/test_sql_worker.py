@@ -34,6 +34,7 @@ MEMORY_HEAVY = [
     "SELECT range(100000) FROM range(1000)",
     "SELECT repeat('x', 1000000) || i FROM range(1000) t(i)",
     "SELECT range(30000) FROM range(1000)",
+    "SELECT repeat('x', 1000000000)",
 ]
 """Each peaked at 4 to 8 GB in the serving process before the worker."""
 
