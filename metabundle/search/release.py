@@ -53,7 +53,6 @@ class Release:
             reason = first_line(error)
             raise ReleaseError(f"{DUCKDB_FILE} cannot be opened ({reason}); {DAMAGED}") from None
         self._files = {entry["path"]: entry for entry in self.manifest["files"]}
-        self._checked: set[str] = set()
         self._lock = threading.Lock()
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
@@ -150,15 +149,13 @@ class Release:
         """``path`` once its sha256 matched the manifest (hashed once per process, before
         it is memory-mapped), else ``release_damaged``."""
         name = path.relative_to(self.path).as_posix()
-        if name not in self._checked:
-            entry = self._files.get(name)
-            if entry is None:
-                raise ToolError(RELEASE_DAMAGED, f"{name} is not listed in the manifest; {DAMAGED}")
-            try:
-                check_digest(self.path, entry)
-            except ReleaseError as error:
-                raise ToolError(RELEASE_DAMAGED, str(error)) from None
-            self._checked.add(name)
+        entry = self._files.get(name)
+        if entry is None:
+            raise ToolError(RELEASE_DAMAGED, f"{name} is not listed in the manifest; {DAMAGED}")
+        try:
+            check_digest(self.path, entry)
+        except ReleaseError as error:
+            raise ToolError(RELEASE_DAMAGED, str(error)) from None
         return path
 
     @property
