@@ -48,15 +48,13 @@ def measure(database: Path, sql: str) -> dict[str, Any]:
     """The outcome, wall time and worker peak RSS of one query."""
     workers = SqlWorkers(database, size=1)
     run_sql(workers, "SELECT 1")  # start the worker before timing
-    worker = workers._idle.get_nowait()
-    workers._idle.put(worker)
-    assert worker is not None
+    (pid,) = workers.idle_pids()
     peak = [0.0]
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], _peak_mib(worker.process.pid))
+            peak[0] = max(peak[0], _peak_mib(pid))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample)

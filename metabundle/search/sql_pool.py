@@ -160,6 +160,18 @@ class SqlWorkers:
             raise ToolError(error["code"], error["message"], **error.get("details", {}))
         return reply["result"]
 
+    def idle_pids(self) -> list[int]:
+        """Process ids of the started workers not running a query now."""
+        held = []
+        while True:
+            try:
+                held.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        for worker in held:
+            self._idle.put(worker)
+        return [w.process.pid for w in held if w is not None and w.alive()]
+
     def close(self) -> None:
         """Stop every started worker."""
         while True:

@@ -75,12 +75,10 @@ def test_workers_run_under_the_documented_address_space_limit(release: Release) 
     workers = SqlWorkers(release.path / "metabundle.duckdb", size=1)
     try:
         assert run_sql(workers, "SELECT 1")["rows"] == [[1]]
-        worker = workers._idle.get_nowait()
-        assert worker is not None
-        limits = Path(f"/proc/{worker.process.pid}/limits").read_text()
+        (pid,) = workers.idle_pids()
+        limits = Path(f"/proc/{pid}/limits").read_text()
         line = next(row for row in limits.splitlines() if row.startswith("Max address space"))
         assert line.split()[3] == str(WORKER_ADDRESS_SPACE)
-        workers._idle.put(worker)
     finally:
         workers.close()
 
