@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
@@ -174,3 +175,30 @@ def test_publish_refuses_a_site_whose_file_list_is_malformed(site: Path, tmp_pat
     release = write_release(tmp_path / "other" / VERSION)
     with pytest.raises(ReleaseError, match=r"files\.json has no list of files"):
         publish_release(release, site)
+
+
+def test_a_compressed_file_that_unpacks_past_its_size_is_refused(
+    site: Path, tmp_path: Path
+) -> None:
+    """The stored file is valid zstd of the right published sha256, but it unpacks to
+    a megabyte where files.json gives 11 bytes."""
+    folder = site / "releases" / VERSION
+    (folder / "README.md").unlink()
+    packed = folder / "README.md.zst"
+    packed.write_bytes(zstandard.ZstdCompressor().compress(b"\0" * 1_000_000))
+    path, listing = _listing(site)
+    for entry in listing["files"]:
+        if entry["path"] == "README.md":
+            entry.update(
+                stored="README.md.zst",
+                compression="zstd",
+                stored_size=packed.stat().st_size,
+                stored_sha256=sha256_file(packed),
+            )
+    path.write_text(json.dumps(listing))
+    dest = tmp_path / "data"
+    bomb = "unpacks to more than the 11 bytes"
+    with serve_static(site) as server, pytest.raises(ReleaseError, match=bomb):
+        download_release(server.url, dest=dest, retry=NO_RETRY)
+    assert not list(dest.rglob("README.md")) and not list(dest.rglob("*.unpacking"))
+    assert not (dest / "current").exists()
