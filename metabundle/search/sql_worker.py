@@ -35,7 +35,10 @@ def limit_address_space(limit: int) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ValueError, OSError):  # macOS does not enforce RLIMIT_AS and may refuse it
+        pass
 
 
 def out_of_memory() -> ToolError:
