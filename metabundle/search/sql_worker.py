@@ -14,6 +14,7 @@ query with ``resource_exhausted`` (or dies, and is replaced).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import sys
@@ -35,10 +36,8 @@ def limit_address_space(limit: int) -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
-    try:
+    with contextlib.suppress(ValueError, OSError):  # macOS may refuse it (and not enforce it)
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (ValueError, OSError):  # macOS does not enforce RLIMIT_AS and may refuse it
-        pass
 
 
 def out_of_memory() -> ToolError:
