@@ -49,8 +49,8 @@ Text = Annotated[str, StringConstraints(max_length=200)]
 MAX_OFFSET = 1_000_000_000
 Offset = Annotated[
     int,
+    Field(ge=0, description=f"Rows to skip (pagination), from 0 (past {MAX_OFFSET:,}: empty)."),
     clamp(0, MAX_OFFSET),
-    Field(description=f"Rows to skip (pagination), 0..{MAX_OFFSET:,}."),
 ]
 DESCRIPTION_CHARS = 300
 # Raw cosine here: min-max scaling lowered paraphrase nDCG@10 on the IDC evaluation set
