@@ -3,8 +3,8 @@
 :func:`run` returns the report: the headline keys at the top level
 (``keyword_p50_ratio_vs_fts5``, ``ann_recall_at_10``, ``ann_p50_ms``,
 ``ann_p50_ratio_vs_raw``, ``semantic_path_recall_at_10``, ``semantic_path_p50_ms``,
-``hybrid_p50_ms``, ``open_release_s``, ``open_release_hybrid_s``, ``mcp_tools_list_s``,
-``mcp_tools_list_ratio_vs_sdk_import``, ``serve_rss_mb``,
+``hybrid_p50_ms``, ``open_release_s``, ``open_check_s``, ``open_release_hybrid_s``,
+``mcp_tools_list_s``, ``mcp_tools_list_ratio_vs_sdk_import``, ``serve_rss_mb``,
 ``embed_texts_per_s``, ``build_docs_per_s``, ``omop_ingest``, ``ndcg_at_10``,
 ``recall_at_10``, ``fusion_winner``, ``eval_id_problems``), the full detail of each
 section under ``sections``, the machine, the configuration, a calibration at the start
@@ -52,6 +52,7 @@ def _serving(release: Release, path: Path, config: Config) -> dict[str, Any]:
             path, config.open_repeats, profile=config.profile_queries > 0
         ),
         "memory": serving.serving_memory(path, config.serve_queries),
+        "open_check": serving.open_check(path, config.open_repeats),
     }
 
 
@@ -151,6 +152,7 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
         out["mcp_tools_list_s"] = serve["mcp_start"]["tools_list_s"]
         out["mcp_tools_list_ratio_vs_sdk_import"] = serve["mcp_start"]["ratio_vs_sdk_import"]
         out["serve_rss_mb"] = serve["memory"]["rss_mb"]
+        out["open_check_s"] = serve["open_check"]["at_open_s"]
     if "embed" in sections:
         out["embed_texts_per_s"] = {
             provider: {name: row[name]["texts_per_s"] for name in ("titles", "documents")}
@@ -221,6 +223,7 @@ def render(report: dict[str, Any]) -> str:
         "mcp_tools_list_s",
         "mcp_tools_list_ratio_vs_sdk_import",
         "serve_rss_mb",
+        "open_check_s",
         "embed_texts_per_s",
         "build_docs_per_s",
         "omop_ingest",

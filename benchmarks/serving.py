@@ -14,6 +14,10 @@
   baselines in the same run: the bare interpreter and a process that only imports the
   ``mcp`` SDK's server package (the floor any server on this SDK pays), with an
   ``-X importtime`` breakdown of the server module.
+* :func:`open_check`: the integrity check a serving process runs when it opens a
+  release (structure and size of every manifest file, sha256 of the small index files)
+  and the sha256 of the large memory-mapped files it checks on first use, in this
+  process, the median of a few runs; a warm page cache, so hashing is CPU-bound.
 * :func:`serving_memory`: a child opens the release, records its RSS, runs a mixed
   load (each evaluation query through every method of its source's tools, round
   robin over sources) and reports its RSS and peak RSS after it.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,8 +47,11 @@ from benchmarks.common import (
     proc_status_mib,
     profile_top,
     ratio,
+    timed,
 )
 from benchmarks.quality import entities, load_sets, source_specs, target_of, tool_arguments
+from metabundle.digest import sha256_file
+from metabundle.release.integrity import check_release_files, forget_digests
 from metabundle.search.release import Release
 from metabundle.search.retrieval import RRF, rank
 from metabundle.search.tools import call_tool
@@ -63,6 +71,34 @@ t2 = time.perf_counter()
 assert "results" in payload, payload
 print(json.dumps({"open_s": t1 - t0, "first_query_s": t2 - t1, "results": len(payload["results"])}))
 """
+
+
+def open_check(path: Path, repeats: int) -> dict[str, Any]:
+    """Seconds of the open-time check and of the first-use hashes (median of runs)."""
+    manifest = check_release_files(path)
+    mapped = [
+        entry
+        for entry in manifest["files"]
+        if entry["path"] == "ann/vectors.npy" or entry["path"].endswith((".usearch", ".hnswlib"))
+    ]
+    at_open = []
+    for _ in range(max(1, repeats)):
+        forget_digests()  # a fresh process hashes every small index file
+        at_open.append(timed(lambda: check_release_files(path))[0])
+    first_use = []
+    for _ in range(max(1, repeats)):
+        started = time.perf_counter()
+        for entry in mapped:
+            if sha256_file(path / entry["path"]) != entry["sha256"]:
+                raise AssertionError(f"{entry['path']} does not match the manifest")
+        first_use.append(time.perf_counter() - started)
+    return {
+        "at_open_s": round(statistics.median(at_open), 4),
+        "first_use_hash_s": round(statistics.median(first_use), 4),
+        "first_use_hashed_mb": round(sum(e["size"] for e in mapped) / 1e6, 1),
+        "files_checked": len(manifest["files"]),
+        "repeats": max(1, repeats),
+    }
 
 
 def mixed_queries(n: int) -> list[str]:

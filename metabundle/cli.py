@@ -159,12 +159,26 @@ def build(**flags: Any) -> None:
 
 @main.command()
 @click.argument("release", type=click.Path(path_type=Path), required=False)
-def verify(release: Path | None) -> None:
+@click.option(
+    "--full/--quick",
+    default=True,
+    help="--full (the default) re-hashes every file; --quick runs the check a server "
+    "runs when it opens the release (structure, sizes, sha256 of the small index files).",
+)
+def verify(release: Path | None, full: bool) -> None:
     """Re-check every file of a release against its SHA256SUMS and manifest."""
     from metabundle.release.location import find_release
+
+    path = find_release(release)
+    if not full:
+        from metabundle.release.integrity import check_release_files
+
+        manifest = check_release_files(path)
+        click.echo(f"OK {manifest['version']}: {len(manifest['files'])} files, quick check")
+        return
     from metabundle.release.verify import verify_release
 
-    report = verify_release(find_release(release))
+    report = verify_release(path)
     click.echo(f"OK {report.version}: {report.files} files, {report.bytes:,} bytes verified")
 
 

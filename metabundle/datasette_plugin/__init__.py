@@ -10,6 +10,9 @@ Datasette serving a release's ``metabundle.sqlite``:
   parameters or POST with a JSON body), payloads identical to ``call_tool``, typed
   errors with their HTTP status, and ``/-/api/openapi.json`` generated from the tools'
   pydantic models;
+- bounds on every request (:mod:`.bounds`): SQLite value and statement size limits,
+  a response byte cap and typed JSON for server errors; error pages that keep their
+  4xx status (:mod:`.errors`);
 - the search as an MCP tool of ``datasette-mcp``'s ``/-/mcp`` when that plugin is
   installed (its ``register_mcp_tools`` hook).
 
@@ -26,10 +29,14 @@ from datasette.utils.asgi import Request, Response
 
 from metabundle.datasette_plugin import mcp_tools
 from metabundle.datasette_plugin.api import API_PREFIX, api_tool, json_response, tool_index
+from metabundle.datasette_plugin.bounds import BoundedApp, limit_connection
+from metabundle.datasette_plugin.errors import error_response, replace_default_handler
 from metabundle.datasette_plugin.openapi import openapi_document
 from metabundle.datasette_plugin.release_link import NoRelease, release_for, release_path
 from metabundle.datasette_plugin.search_page import search_json, search_page
 from metabundle.errors import MetabundleError
+from metabundle.release.datasette_meta import SQLITE_FILE
+from metabundle.release.integrity import check_digest
 from metabundle.search.tools import all_tools
 
 
@@ -58,13 +65,40 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
 
 
 @hookimpl
+def prepare_connection(conn: Any) -> None:
+    """Size limits on every SQLite connection (see :mod:`.bounds`)."""
+    limit_connection(conn)
+
+
+@hookimpl
+def asgi_wrapper(datasette: Any) -> Any:
+    """Cap response sizes and type server errors (see :mod:`.bounds`)."""
+    return BoundedApp
+
+
+@hookimpl
+def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
+    """Error pages with their 4xx status and no Python text (see :mod:`.errors`)."""
+
+    async def respond() -> Response:
+        return await error_response(datasette, request, exception)
+
+    return respond
+
+
+@hookimpl
 def startup(datasette: Any) -> None:
-    """Open the release now, so a broken one fails at start rather than on a search."""
+    """Open the release now, so a broken one fails at start rather than on a search;
+    the SQLite file Datasette serves must match its sha256 in the manifest."""
+    replace_default_handler()
     try:
         release_path(datasette)
     except NoRelease:
         return  # browsing the SQLite file still works; the search routes say why not
-    release_for(datasette)
+    release = release_for(datasette)
+    entry = next((f for f in release.manifest["files"] if f["path"] == SQLITE_FILE), None)
+    if entry is not None:
+        check_digest(release.path, entry)
 
 
 @hookimpl

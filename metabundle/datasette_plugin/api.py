@@ -33,6 +33,7 @@ from metabundle.search.tools import TOOLS, ToolSpec, all_tools, call_tool
 API_PREFIX = "/-/api"
 JSON_TYPE = "application/json; charset=utf-8"
 _INTEGER = re.compile(r"[+-]?\d+")
+MAX_INTEGER_DIGITS = 4300  # Python's int() refuses longer text
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 
@@ -86,6 +87,10 @@ def split_values(values: Iterable[str]) -> list[str]:
 def _scalar(name: str, value: str, kind: str | None) -> Any:
     text = value.strip()
     if kind == "integer" and _INTEGER.fullmatch(text):
+        if len(text) > MAX_INTEGER_DIGITS:
+            raise invalid(
+                f"Parameter {name!r} is an integer of more than {MAX_INTEGER_DIGITS} digits."
+            )
         return int(text)
     if kind == "number":
         try:
@@ -97,7 +102,7 @@ def _scalar(name: str, value: str, kind: str | None) -> Any:
     if kind == "object":
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise invalid(f"Parameter {name!r} must be a JSON object.") from None
     return value  # strings, and anything the core should refuse in its own words
 
@@ -126,8 +131,11 @@ async def body_arguments(request: Request) -> Any:
         return {}
     try:
         return json.loads(body)
-    except ValueError:
-        raise invalid("The request body must be a JSON object of the tool's parameters.") from None
+    except (ValueError, RecursionError):  # not JSON, an integer past 4,300 digits, too deep
+        raise invalid(
+            "The request body must be a JSON object of the tool's parameters, nested at "
+            "most a few hundred levels, with integers of at most 4,300 digits."
+        ) from None
 
 
 # -- running a tool -----------------------------------------------------------------------

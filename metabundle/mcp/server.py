@@ -67,6 +67,22 @@ class CoreTool(Tool):
         return tool_result(payload)
 
 
+class CoreServer(MCPServer):
+    """The SDK's server, except that a call of an unknown tool is answered by the core
+    (``invalid_request`` listing every tool) rather than in the SDK's own words."""
+
+    def __init__(self, release: Release, **options: Any) -> None:
+        super().__init__(**options)
+        self.release = release
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            return tool_result(call_tool(self.release, name, arguments))
+        return await super().call_tool(name, arguments, context)
+
+
 def core_tool(release: Release, spec: ToolSpec) -> CoreTool:
     """The MCP tool of ``spec``, advertising its parameters model as input schema."""
     return CoreTool(
@@ -129,10 +145,11 @@ probabilities. Reference: {CONTRACT_URI} (how retrieval works), {TABLES_URI} (ev
 table with row counts and key columns)."""
 
 
-def build_server(release: Release) -> MCPServer:
+def build_server(release: Release) -> CoreServer:
     """An MCP server exposing every registered core tool and the reference resources."""
     specs = all_tools()
-    server = MCPServer(
+    server = CoreServer(
+        release,
         name=SERVER_NAME,
         title="metabundle",
         description=f"metabundle release {release.version}",

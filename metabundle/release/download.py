@@ -31,7 +31,7 @@ from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
 from metabundle.release.checksums import SUMS_FILE
 from metabundle.release.pointer import point_current
-from metabundle.release.publish import FILES_FILE, LATEST_FILE, RELEASES_DIR, SITE_FORMAT
+from metabundle.release.publish import FILES_FILE, LATEST_FILE, RELEASES_DIR, check_files_list
 from metabundle.release.verify import verify_release
 from metabundle.release.version import check_version
 from metabundle.sources.http import RETRY_STATUSES, RetryPolicy
@@ -147,6 +147,10 @@ class _Interrupted(Exception):
     """The connection ended before the whole file arrived."""
 
 
+class _Oversized(Exception):
+    """A compressed file unpacks to more than its listed size."""
+
+
 @dataclass
 class _Site:
     """The published site at ``base`` and the HTTP client that reads it."""
@@ -225,21 +229,9 @@ def _read_listing(site: _Site, version: str) -> dict[str, Any]:
     text = site.get_text(relative, f"Release {version} is not published at {site.base}")
     try:
         listing = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ReleaseError(f"{site.url(relative)} is not valid JSON") from None
-    if listing.get("format") != SITE_FORMAT or listing.get("version") != version:
-        raise ReleaseError(f"{site.url(relative)} is not a {SITE_FORMAT} file list of {version}")
-    for entry in listing["files"]:
-        _check_relative(entry["path"])
-        _check_relative(entry["stored"])
-    return listing
-
-
-def _check_relative(name: str) -> None:
-    """A published path must stay inside the release folder."""
-    parts = Path(name).parts
-    if not parts or Path(name).is_absolute() or ".." in parts:
-        raise ReleaseError(f"The published file list names an unsafe path {name!r}")
+    return check_files_list(listing, site.url(relative), version)
 
 
 def _install(
@@ -329,9 +321,19 @@ def _unpack(part: Path, destination: Path, entry: dict[str, Any], version: str) 
     try:
         with part.open("rb") as source, temp.open("wb") as sink:
             reader = zstandard.ZstdDecompressor().stream_reader(source)
+            written = 0
             for chunk in iter(lambda: reader.read(CHUNK_BYTES), b""):
+                written += len(chunk)
+                if written > entry["size"]:
+                    raise _Oversized
                 digest.update(chunk)
                 sink.write(chunk)
+    except _Oversized:
+        temp.unlink(missing_ok=True)
+        raise ReleaseError(
+            f"{entry['stored']} of release {version} unpacks to more than the "
+            f"{entry['size']:,} bytes its file list gives; nothing was installed"
+        ) from None
     except zstandard.ZstdError as error:
         temp.unlink(missing_ok=True)
         raise ReleaseError(
@@ -409,6 +411,13 @@ def _fetch_from(
         received = 0
         with part.open(mode) as handle:
             for chunk in response.iter_raw():  # unbuffered: a cut keeps every byte received
+                if offset + received + len(chunk) > total:
+                    handle.close()
+                    part.unlink()
+                    raise ReleaseError(
+                        f"{url} sent more than the {total:,} bytes its file list gives; "
+                        "nothing was installed and current is unchanged"
+                    )
                 handle.write(chunk)
                 received += len(chunk)
                 progress.advance(len(chunk))

@@ -20,6 +20,7 @@ To serve the site from an object store, upload ``releases/<version>/`` first and
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -36,6 +37,7 @@ from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
 from metabundle.release.manifest import MANIFEST_FILE, read_json_document, read_manifest
+from metabundle.release.paths import check_member
 from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
 from metabundle.release.version import VERSION_RE, version_key
@@ -220,9 +222,55 @@ def _check_same(folder: Path, version: str, sums: dict[str, str]) -> None:
 
 
 def read_files_list(folder: Path) -> dict[str, Any]:
-    """The ``files.json`` of a published version folder."""
+    """The ``files.json`` of a published version folder, checked."""
     missing = f"{folder} is not a published release (no {FILES_FILE})"
-    return read_json_document(folder / FILES_FILE, SITE_FORMAT, missing)
+    listing = read_json_document(folder / FILES_FILE, SITE_FORMAT, missing)
+    return check_files_list(listing, str(folder / FILES_FILE), folder.name)
+
+
+def check_files_list(listing: Any, where: str, version: str) -> dict[str, Any]:
+    """``listing`` if it is a well-formed file list of ``version`` whose every path
+    stays inside the release, else a :class:`ReleaseError` naming ``where``."""
+    if not isinstance(listing, dict) or listing.get("format") != SITE_FORMAT:
+        raise ReleaseError(f"{where} is not a {SITE_FORMAT} file list")
+    if listing.get("version") != version or not isinstance(listing.get("published_at"), str):
+        raise ReleaseError(f"{where} is not the file list of release {version}")
+    files = listing.get("files")
+    if not isinstance(files, list):
+        raise ReleaseError(f"{where} has no list of files")
+    names: set[str] = set()
+    for entry in files:
+        name = _check_entry(entry, where)
+        if name in names:
+            raise ReleaseError(f"{where} lists {name} twice")
+        names.add(name)
+    stored = sorted({*names, *(entry["stored"] for entry in files)})
+    for first, second in itertools.pairwise(stored):
+        if second.startswith(first + "/"):
+            raise ReleaseError(f"{where} lists {first} both as a file and as a folder")
+    for required in (MANIFEST_FILE, SUMS_FILE):
+        if required not in names:
+            raise ReleaseError(f"{where} does not list {required}")
+    return listing
+
+
+def _check_entry(entry: Any, where: str) -> str:
+    """The path of one well-formed ``files.json`` entry."""
+    if not isinstance(entry, dict):
+        raise ReleaseError(f"{where} lists a file entry that is not an object")
+    name = check_member(entry.get("path"), where)
+    stored = check_member(entry.get("stored"), where)
+    compression = {name: "none", f"{name}{ZSTD_SUFFIX}": "zstd"}.get(stored)
+    if compression is None or entry.get("compression") != compression:
+        raise ReleaseError(f"{where} gives {name} an unknown stored form or compression")
+    for key in ("size", "stored_size"):
+        if type(entry.get(key)) is not int or entry[key] < 0:
+            raise ReleaseError(f"{where} gives {name} no valid {key}")
+    for key in ("sha256", "stored_sha256"):
+        value = entry.get(key)
+        if not isinstance(value, str) or len(value) != 64:
+            raise ReleaseError(f"{where} gives {name} no valid {key}")
+    return name
 
 
 # -- index.json and latest ----------------------------------------------------------------

@@ -311,6 +311,7 @@ DBGAP_VARIABLE_STAT = Table(
     ),
     primary_key=("variable_id", "consent_group"),
     facets=("consent_group", "calculated_type"),
+    allow_empty=True,  # studies without var_reports or documents are a valid selection
 )
 
 DBGAP_VARIABLE_VALUE_COUNT = Table(
@@ -334,6 +335,7 @@ DBGAP_VARIABLE_VALUE_COUNT = Table(
     primary_key=("variable_id", "consent_group", "value_order"),
     label_column="value",
     facets=("kind", "consent_group"),
+    allow_empty=True,  # studies without var_reports or documents are a valid selection
 )
 
 DBGAP_DOCUMENT = Table(
@@ -374,6 +376,7 @@ DBGAP_DOCUMENT = Table(
     url_column="canonical_url",
     facets=("study_accession", "document_type"),
     text_columns=("title", "description"),
+    allow_empty=True,  # studies without var_reports or documents are a valid selection
 )
 
 DBGAP_UNBUILT_STUDY = Table(

@@ -14,6 +14,8 @@ EMBEDDINGS_UNAVAILABLE = "embeddings_unavailable"
 QUERY_TIMEOUT = "query_timeout"
 RESULT_TOO_LARGE = "result_too_large"
 SQL_ERROR = "sql_error"
+RESOURCE_EXHAUSTED = "resource_exhausted"
+RELEASE_DAMAGED = "release_damaged"
 INTERNAL_ERROR = "internal_error"
 
 HTTP_STATUS = {
@@ -23,6 +25,8 @@ HTTP_STATUS = {
     QUERY_TIMEOUT: 504,
     RESULT_TOO_LARGE: 413,
     SQL_ERROR: 400,
+    RESOURCE_EXHAUSTED: 422,
+    RELEASE_DAMAGED: 500,
     INTERNAL_ERROR: 500,
 }
 

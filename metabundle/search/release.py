@@ -17,32 +17,20 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from metabundle.errors import ReleaseError
 from metabundle.index.ann import AnnIndex, load_vectors, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
-from metabundle.release.manifest import read_manifest
+from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
-from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
+from metabundle.search.engine import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, open_hardened
+from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
+from metabundle.search.sql_guard import first_line
+from metabundle.search.sql_pool import SqlWorkers
 
 QUERY_VECTORS_KEPT = 64
 
 DUCKDB_FILE = "metabundle.duckdb"
-DEFAULT_MEMORY_LIMIT = "2GB"
-DEFAULT_THREADS = 2
-
-
-def hardened_config(memory_limit: str, threads: int) -> dict[str, Any]:
-    """DuckDB's own recommendations for untrusted SQL, locked at connect time."""
-    return {
-        "enable_external_access": False,
-        "autoload_known_extensions": False,
-        "autoinstall_known_extensions": False,
-        "allow_community_extensions": False,
-        "memory_limit": memory_limit,
-        "max_temp_directory_size": "0B",
-        "threads": threads,
-        "lock_configuration": True,
-    }
 
 
 def embeddings_enabled() -> bool:
@@ -56,12 +44,17 @@ class Release:
 
     def __init__(self, path: Path, *, memory_limit: str, threads: int) -> None:
         self.path = path
-        self.manifest = read_manifest(path)
+        self.manifest = check_release_files(path)
         self.version: str = self.manifest["version"]
         self.search_info: dict[str, Any] = self.manifest.get("search") or {}
-        self._con = duckdb.connect(
-            str(path / DUCKDB_FILE), read_only=True, config=hardened_config(memory_limit, threads)
-        )
+        try:
+            self._con = open_hardened(
+                path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads
+            )
+        except duckdb.Error as error:
+            reason = first_line(error)
+            raise ReleaseError(f"{DUCKDB_FILE} cannot be opened ({reason}); {DAMAGED}") from None
+        self._files = {entry["path"]: entry for entry in self.manifest["files"]}
         self._lock = threading.Lock()
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
@@ -79,6 +72,8 @@ class Release:
         return cls(resolve_release(Path(path)), memory_limit=memory_limit, threads=threads)
 
     def close(self) -> None:
+        if "sql_workers" in self.__dict__:
+            self.sql_workers.close()
         self._con.close()
 
     def __enter__(self) -> Release:
@@ -92,6 +87,11 @@ class Release:
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A cursor of its own for one request (DuckDB connections are not thread-safe)."""
         return self._con.cursor()
+
+    @cached_property
+    def sql_workers(self) -> SqlWorkers:
+        """The bounded worker processes that run ``run_sql`` (started on first use)."""
+        return SqlWorkers(self.path / DUCKDB_FILE)
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
         """Rows of a parameterized query of our own, on a fresh cursor."""
@@ -135,7 +135,7 @@ class Release:
     @cached_property
     def vectors(self) -> np.ndarray | None:
         path = self.path / "ann" / "vectors.npy"
-        return load_vectors(path) if path.exists() else None
+        return load_vectors(self._checked_file(path)) if path.exists() else None
 
     def ann_index(self, source: str) -> AnnIndex | None:
         """The memory-mapped ANN index of ``source`` (None when it has none)."""
@@ -145,8 +145,21 @@ class Release:
                 path = self.path / "ann" / f"{source}.{backend}"
                 if not path.exists():
                     return None
-                self._ann[source] = open_ann_index(path)
+                self._ann[source] = open_ann_index(self._checked_file(path))
             return self._ann[source]
+
+    def _checked_file(self, path: Path) -> Path:
+        """``path`` once its sha256 matched the manifest (hashed once per process, before
+        it is memory-mapped), else ``release_damaged``."""
+        name = path.relative_to(self.path).as_posix()
+        entry = self._files.get(name)
+        if entry is None:
+            raise ToolError(RELEASE_DAMAGED, f"{name} is not listed in the manifest; {DAMAGED}")
+        try:
+            check_digest(self.path, entry)
+        except ReleaseError as error:
+            raise ToolError(RELEASE_DAMAGED, str(error)) from None
+        return path
 
     @property
     def embedding_provider(self) -> str | None:

@@ -102,7 +102,11 @@ def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> 
 
     spec = TOOLS.get(name)
     if spec is None:
-        raise ToolError("not_found", f"There is no tool named {name!r}.")
+        shown = name if len(name) <= 80 else name[:80] + "..."
+        raise invalid(
+            f"There is no tool named {shown!r}; details.tools lists every tool.",
+            tools=sorted(TOOLS),
+        )
     params = parse_arguments(spec, arguments)
     payload = spec.handler(release, params)
     return {**payload, "data_notice": UNTRUSTED_NOTICE}

@@ -32,6 +32,7 @@ HEADLINE = (
     "open_release_s",
     "mcp_tools_list_s",
     "serve_rss_mb",
+    "open_check_s",
     "embed_texts_per_s",
     "build_docs_per_s",
     "omop_ingest",

@@ -17,7 +17,7 @@ from mcp import Client
 from metabundle.datasette_plugin.api import payload_status
 from metabundle.datasette_plugin.openapi import REF_TEMPLATE
 from metabundle.mcp.server import build_server
-from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, NOT_FOUND, ToolError
+from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, ToolError
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
 from tests.datasette.conftest import get_json
@@ -118,9 +118,12 @@ async def test_a_scalar_given_twice_is_refused(datasette: Datasette) -> None:
     assert "'query'" in payload["error"]["message"]
 
 
-async def test_unknown_tools_and_tables_are_not_found(datasette: Datasette) -> None:
-    payload = await get_json(datasette, "/-/api/no_such_tool", status=404)
-    assert payload["error"]["code"] == NOT_FOUND
+async def test_unknown_tools_are_invalid_and_unknown_tables_not_found(
+    datasette: Datasette,
+) -> None:
+    payload = await get_json(datasette, "/-/api/no_such_tool", status=400)
+    assert payload["error"]["code"] == INVALID_REQUEST
+    assert payload["error"]["details"]["tools"] == sorted(s.name for s in all_tools())
     payload = await get_json(datasette, "/-/api/get_table_schema?table=ukb_feld", status=404)
     assert "ukb_field" in payload["error"]["details"]["suggestions"]
 

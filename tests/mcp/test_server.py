@@ -208,3 +208,25 @@ async def test_release_info_and_table_schema_resources_match_the_tools(
             await client.read_resource(TABLE_URI.format(table="nope"))
     assert json.loads(info) == call_tool(release, "get_release_info", {})
     assert json.loads(schema) == call_tool(release, "get_table_schema", {"table": "idc_series"})
+
+
+async def test_an_unknown_tool_is_invalid_request_listing_the_tools(
+    server: MCPServer, release: Release
+) -> None:
+    async with Client(server) as client:
+        result = await client.call_tool("no_such_tool", {"x": 1})
+    assert result.is_error
+    payload = payload_of(result)
+    assert payload == call_tool(release, "no_such_tool", {"x": 1})
+    assert payload["error"]["code"] == INVALID_REQUEST
+    assert payload["error"]["details"]["tools"] == sorted(spec.name for spec in all_tools())
+
+
+async def test_an_offset_past_the_integer_range_is_clamped(
+    server: MCPServer, release: Release
+) -> None:
+    arguments = {"filters": {"collection_id": ["tcga_luad"]}, "offset": 2**63, "limit": 5}
+    async with Client(server) as client:
+        result = await client.call_tool("build_cohort", arguments)
+    assert not result.is_error, payload_of(result)
+    assert payload_of(result)["series"] == []

@@ -24,7 +24,8 @@ from metabundle.search.retrieval import (
     rank,
     source_mask,
 )
-from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS, run_sql
+from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS
+from metabundle.search.sql_pool import run_sql
 from metabundle.search.tools import tool
 from metabundle.sources.registry import get_source
 
@@ -158,7 +159,7 @@ class SqlParams(Params):
     GROUP,
 )
 def run_sql_tool(release: Release, params: SqlParams) -> dict[str, Any]:
-    return run_sql(release, params.sql, params.max_rows)
+    return run_sql(release.sql_workers, params.sql, params.max_rows)
 
 
 # -- cross-source search ----------------------------------------------------------------

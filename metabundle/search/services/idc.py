@@ -46,7 +46,12 @@ from metabundle.search.services.idc_filters import (
 from metabundle.search.tools import tool
 
 Text = Annotated[str, StringConstraints(max_length=200)]
-Offset = Annotated[int, Field(ge=0, description="Rows to skip (pagination), from 0.")]
+MAX_OFFSET = 1_000_000_000
+Offset = Annotated[
+    int,
+    Field(ge=0, description=f"Rows to skip (pagination), from 0 (past {MAX_OFFSET:,}: empty)."),
+    clamp(0, MAX_OFFSET),
+]
 DESCRIPTION_CHARS = 300
 # Raw cosine here: min-max scaling lowered paraphrase nDCG@10 on the IDC evaluation set
 # (0.705 → 0.682), unlike dbGaP and UK Biobank (benchmarks/README.md).

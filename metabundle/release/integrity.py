@@ -1,0 +1,93 @@
+"""The check a serving process runs when it opens a release: cheap, and enough to
+refuse a damaged release instead of serving wrong answers.
+
+:func:`check_release_files` reads ``manifest.json`` and ``SHA256SUMS`` and checks: the
+manifest's own sha256 against ``SHA256SUMS``; the version's form; that every file the
+manifest lists is a regular file inside the release (no ``..``, no symbolic link)
+with exactly its listed size; and the sha256 of the small index files memory-mapped
+at open (:data:`HASHED_AT_OPEN`: the keyword arrays and the ANN metadata). The large
+memory-mapped files (vectors, ANN indexes) are hashed by :func:`check_digest` the
+first time a process maps them. ``metabundle verify`` stays the deep check (every
+byte of every file).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from metabundle.digest import sha256_file
+from metabundle.errors import ReleaseError
+from metabundle.release.checksums import SUMS_FILE, read_sums
+from metabundle.release.manifest import MANIFEST_FILE, read_manifest
+from metabundle.release.paths import check_member, check_release_version
+from metabundle.release.verify import manifest_entries
+
+HASHED_AT_OPEN = ("fts/", "ann/*.json")
+_MATCHED: set[tuple[str, int, int, int, str]] = set()
+"""Files whose sha256 matched, by path, inode, size and modification time."""
+DAMAGED = "the release is damaged; run `metabundle verify` on it, then rebuild or download it"
+
+
+def check_release_files(root: Path) -> dict[str, Any]:
+    """The manifest of the release at ``root`` once its files pass the open-time check;
+    a :class:`ReleaseError` naming the first file that does not."""
+    manifest = read_manifest(root)
+    check_release_version(manifest.get("version"), MANIFEST_FILE)
+    try:
+        sums = read_sums(root)
+    except FileNotFoundError:
+        raise ReleaseError(f"{root} has no {SUMS_FILE}; {DAMAGED}") from None
+    except ValueError as error:
+        raise ReleaseError(f"{SUMS_FILE}: {error}; {DAMAGED}") from None
+    for name in sums:
+        check_member(name, SUMS_FILE)
+    if sums.get(MANIFEST_FILE) != sha256_file(root / MANIFEST_FILE):
+        raise ReleaseError(f"{MANIFEST_FILE} does not match its sha256 in {SUMS_FILE}; {DAMAGED}")
+    entries = manifest_entries(root, manifest)
+    for name, entry in sorted(entries.items()):
+        path = _listed_file(root, name)
+        if path.stat().st_size != entry["size"]:
+            raise ReleaseError(
+                f"{name} is {path.stat().st_size:,} bytes, not the {entry['size']:,} bytes "
+                f"{MANIFEST_FILE} gives; {DAMAGED}"
+            )
+        if _hashed_at_open(name):
+            check_digest(root, entry)
+    return manifest
+
+
+def check_digest(root: Path, entry: dict[str, Any]) -> None:
+    """The file of a manifest ``entry`` must have its listed sha256 (hashed once per
+    process for the same file, size and modification time)."""
+    path = _listed_file(root, entry["path"])
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, entry["sha256"])
+    if key in _MATCHED:
+        return
+    if sha256_file(path) != entry["sha256"]:
+        raise ReleaseError(
+            f"{entry['path']} does not match its sha256 in {MANIFEST_FILE}; {DAMAGED}"
+        )
+    _MATCHED.add(key)
+
+
+def forget_digests() -> None:
+    """Forget which files matched, so the next check hashes them again (benchmarks)."""
+    _MATCHED.clear()
+
+
+def _listed_file(root: Path, name: str) -> Path:
+    path = root / name
+    if path.is_symlink() or not path.resolve().is_relative_to(root.resolve()):
+        raise ReleaseError(f"{name} is a symbolic link; a release holds plain files only")
+    if not path.is_file():
+        raise ReleaseError(f"{name} is listed in {MANIFEST_FILE} but missing; {DAMAGED}")
+    return path
+
+
+def _hashed_at_open(name: str) -> bool:
+    return any(
+        name.startswith(pattern) if pattern.endswith("/") else Path(name).match(pattern)
+        for pattern in HASHED_AT_OPEN
+    )

@@ -1,0 +1,51 @@
+"""The hardened read-only DuckDB connection every serving process opens.
+
+DuckDB's own recommendations for untrusted SQL, locked before any query runs:
+external access off, no extension autoload, autoinstall or community extensions, no
+temporary spill, a memory limit and a thread count. On top of those the local file
+system is switched off once the database is open: with external access off DuckDB
+still lets a query read the database file itself and its ``.wal``/``.tmp`` siblings
+(``read_blob``, ``read_text``, ``read_duckdb``, ``glob``); with the file system off
+no query can open any file, while the open database keeps reading its pages.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+DEFAULT_MEMORY_LIMIT = "2GB"
+DEFAULT_THREADS = 2
+
+
+def hardened_config(memory_limit: str, threads: int) -> dict[str, Any]:
+    """The connect-time settings (the configuration is locked after the file system is
+    switched off, see :func:`open_hardened`)."""
+    return {
+        "enable_external_access": False,
+        "autoload_known_extensions": False,
+        "autoinstall_known_extensions": False,
+        "allow_community_extensions": False,
+        "memory_limit": memory_limit,
+        "max_temp_directory_size": "0B",
+        "threads": threads,
+    }
+
+
+def open_hardened(
+    database: Path,
+    *,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    threads: int = DEFAULT_THREADS,
+) -> duckdb.DuckDBPyConnection:
+    """``database`` opened read-only, file system off, configuration locked."""
+    con = duckdb.connect(
+        str(database), read_only=True, config=hardened_config(memory_limit, threads)
+    )
+    locked = con.execute("SELECT current_setting('lock_configuration')").fetchone()
+    if not (locked and locked[0]):  # a second connection shares the locked instance
+        con.execute("SET disabled_filesystems = 'LocalFileSystem'")
+        con.execute("SET lock_configuration = true")
+    return con
