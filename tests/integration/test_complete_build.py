@@ -199,3 +199,22 @@ def test_a_cohort_full_name_resolves_to_the_parent_cohort(complete_release: Rele
             assert len(subs) >= 2, f"{name}: the sub-studies are listed as alternatives"
         else:  # the cohort's own name matched; its companions do not outrank it
             assert recommended["match"]["reason"] == "name", name
+
+
+def test_another_source_named_as_a_study_points_to_its_tools(complete_release: Release) -> None:
+    for name, source, tool in (
+        ("UK Biobank", "ukb", "search_ukb_fields"),
+        ("Imaging Data Commons", "idc", "search_idc"),
+    ):
+        payload = call_tool(complete_release, "resolve_dbgap_study", {"query": name})
+        details = payload["error"]["details"]
+        assert (details["reason"], details["source"], details["tool"]) == (
+            "other_source",
+            source,
+            tool,
+        )
+        assert tool in payload["error"]["message"]
+    # All of Us has a study record in dbGaP by that very name: kept, with the pointer
+    payload = call_tool(complete_release, "resolve_dbgap_study", {"query": "All of Us"})
+    assert payload["recommended"]["name"] == "All of Us"
+    assert any("search_aou_catalog" in w for w in payload["resolution"]["warnings"])

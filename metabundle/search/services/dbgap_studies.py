@@ -36,6 +36,15 @@ PARENTHESES_RE = re.compile(r"\([^)]*\)")
 DESCRIPTION_POOL = 50
 SUGGESTIONS = 5
 
+OTHER_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ukb": (("uk biobank", "ukbiobank", "ukbb", "ukb"), "search_ukb_fields"),
+    "aou": (("all of us", "all of us research program", "aou"), "search_aou_catalog"),
+    "idc": (("imaging data commons", "nci imaging data commons", "idc"), "search_idc"),
+    "omop": (("omop", "omop vocabularies", "athena", "ohdsi"), "concept_ground"),
+}
+"""Names people give the release's other sources, and the tool that searches each."""
+STRONG_REASONS = frozenset({"accession", "base_accession", "acronym", "name"})
+
 PARENT_QUORUM = 2
 """A study whose sub-studies match a name this many times is the cohort the name means."""
 
@@ -556,6 +565,15 @@ def not_found_here(
     )
 
 
+def other_source(release: Release, text: str) -> tuple[str, str] | None:
+    """(source, tool) when ``text`` names another source that this release holds."""
+    name = " ".join(text.lower().replace("'", "").split())
+    for source, (names, tool_name) in OTHER_SOURCES.items():
+        if name in names and source in release.manifest["sources"]:
+            return source, tool_name
+    return None
+
+
 def resolve(release: Release, query: str) -> Resolution:
     """Ranked study versions for ``query``; ``not_found`` with suggestions when none."""
     index = study_index(release)
@@ -565,6 +583,16 @@ def resolve(release: Release, query: str) -> Resolution:
         matches = name_matches(release, index, asked.text)
     else:
         matches, warnings = accession_matches(index, asked)
+    other = other_source(release, asked.text) if asked.form == "name" else None
+    if other is not None and not any(m.reason in STRONG_REASONS for m in matches):
+        source, tool_name = other
+        raise not_found(
+            f"{asked.text[:80]!r} is a source of this release of its own, not a dbGaP "
+            f"study: search it with {tool_name} (or search_all with sources=[{source!r}]).",
+            reason="other_source",
+            source=source,
+            tool=tool_name,
+        )
     if not matches:
         what = "accession" if asked.form != "name" else "name, acronym or accession"
         raise not_found_here(
@@ -576,6 +604,11 @@ def resolve(release: Release, query: str) -> Resolution:
         )
     groups = group_by_study(index, matches)
     candidates = [match for group in groups for match in group]
+    if other is not None:
+        warnings.append(
+            f"{asked.text[:80]!r} is also a source of this release: search it with "
+            f"{other[1]}; the dbGaP study below is its record in dbGaP."
+        )
     if len(groups) > 1:
         warnings.append(
             f"{len(groups)} different studies matched; make sure the recommended one is "
