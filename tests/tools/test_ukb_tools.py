@@ -417,3 +417,47 @@ def test_keyword_and_identifier_queries(eval_figures: dict) -> None:
     assert eval_figures["keyword"]["keyword"]["hit@5"] >= 0.75
     for method in ("keyword", "hybrid"):
         assert eval_figures["identifier"][method]["mrr"] == 1.0
+
+
+# -- priors from the Showcase's own structure ---------------------------------------------
+
+
+def ukb_ids(release: Release, query: str, **arguments: Any) -> list[int]:
+    payload = call_tool(release, "search_ukb_fields", {"query": query, "limit": 10, **arguments})
+    scores = [item["scores"]["score"] for item in payload["results"]]
+    assert scores == sorted(scores, reverse=True), scores
+    return [item["id"] for item in payload["results"]]
+
+
+@pytest.mark.parametrize(
+    ("query", "main", "companion"),
+    [
+        ("C-reactive protein", 30710, 30712),
+        ("blood glucose", 30740, 30742),
+        ("creatinine", 30700, 30702),
+    ],
+)
+def test_a_measurement_ranks_above_its_qc_companions(
+    release: Release, query: str, main: int, companion: int
+) -> None:
+    for method in ("hybrid", "keyword"):
+        ids = ukb_ids(release, query, method=method)
+        assert main in ids and ids.index(main) < ids.index(companion), (method, ids)
+
+
+def test_a_query_that_names_the_qualifier_finds_the_companion(release: Release) -> None:
+    assert ukb_ids(release, "glucose missing reason")[0] == 30745
+
+
+def test_equal_titles_rank_by_participants(release: Release) -> None:
+    ids = ukb_ids(release, "qualifications")
+    assert ids.index(6138) < ids.index(28056)  # 498,532 participants against 9,943
+
+
+def test_companion_qualifiers_are_mined_from_the_schema(release: Release) -> None:
+    from metabundle.search.services.ukb_priors import companions
+
+    qualifiers = {suffix for _main, suffix in companions(release).main_of.values()}
+    assert {"aliquot", "assay date", "missing reason", "correction level"} <= qualifiers
+    assert not qualifiers & {"(left)", "(right)", "intake", "(long)", "(pilot)"}
+    assert companions(release).main_of[30742] == (30740, "aliquot")

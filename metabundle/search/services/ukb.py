@@ -46,6 +46,11 @@ from metabundle.search.retrieval import (
     normalize_identifier,
     rank,
 )
+from metabundle.search.services.ukb_priors import (
+    companions,
+    order_equal_titles,
+    place_main_fields,
+)
 from metabundle.search.tools import tool
 
 GROUP = "ukb"
@@ -289,8 +294,20 @@ def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[s
             item["matched_alias"] = aliases.get(field_id)
         items.append(item)
     items.sort(key=lambda item: -item["scores"]["score"])  # stable: ties keep rank order
+    items = with_priors(release, items, params.query)[: params.limit]
     results = [{"rank": n, **item} for n, item in enumerate(items, start=1)]
     return {"query": params.query, "retrieval": block, "results": results}
+
+
+def with_priors(release: Release, items: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
+    """The Showcase's own structure on top of the scores (:mod:`.ukb_priors`): a
+    companion field's main field before it, equal titles by participants."""
+
+    def item_of(field_id: int) -> dict[str, Any] | None:
+        row = fields_by_id(release, [field_id]).get(field_id)
+        return None if row is None else search_item(row, {})
+
+    return place_main_fields(order_equal_titles(items), query, companions(release), item_of)
 
 
 # -- get ------------------------------------------------------------------------------
