@@ -25,12 +25,17 @@ from datasette import hookimpl
 from datasette.utils.asgi import Request, Response
 
 from metabundle.datasette_plugin import mcp_tools
-from metabundle.datasette_plugin.api import API_PREFIX, api_tool, json_response, tool_index
+from metabundle.datasette_plugin.api import (
+    API_PREFIX,
+    api_tool,
+    json_response,
+    served_tools,
+    tool_index,
+)
 from metabundle.datasette_plugin.openapi import openapi_document
 from metabundle.datasette_plugin.release_link import NoRelease, release_for, release_path
 from metabundle.datasette_plugin.search_page import search_json, search_page
 from metabundle.errors import MetabundleError
-from metabundle.search.tools import all_tools
 
 
 async def _api_index(datasette: Any, request: Request) -> Response:
@@ -42,7 +47,7 @@ async def _openapi(datasette: Any, request: Request) -> Response:
         version = release_for(datasette).version
     except MetabundleError:
         version = "(none: this Datasette serves no release)"
-    document = openapi_document(all_tools(), datasette.urls.path(API_PREFIX), version)
+    document = openapi_document(served_tools(datasette), datasette.urls.path(API_PREFIX), version)
     return json_response(document)
 
 

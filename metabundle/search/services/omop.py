@@ -36,7 +36,6 @@ from metabundle.search.services.omop_concepts import (
     concept_item,
     concepts_by_id,
     known_hierarchy_ids,
-    require_omop,
     to_standard,
 )
 from metabundle.search.services.omop_ground import GroundRequest, ground
@@ -120,7 +119,6 @@ class ExactParams(Params):
     GROUP,
 )
 def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
-    require_omop(release)
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
     matches = exact_matches(
         release,
@@ -161,7 +159,6 @@ class FulltextParams(ExactParams):
     GROUP,
 )
 def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
-    require_omop(release)
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
     found = fulltext_matches(
         release,
@@ -232,7 +229,6 @@ class NavigateParams(Params):
     GROUP,
 )
 def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
-    require_omop(release)
     ids = list(dict.fromkeys(params.concept_ids))
     found = concepts_by_id(release, ids)
     return {"results": navigation(release, [found[i] for i in ids if i in found])}
@@ -276,7 +272,6 @@ def _code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[s
     GROUP,
 )
 def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, Any]:
-    require_omop(release)
     vocabulary_id = canonical_vocabulary(release, params.vocabulary_id)
     code = params.concept_code.strip()
     rows = release.query_dicts(
@@ -327,7 +322,6 @@ class EmbeddingParams(Params):
     GROUP,
 )
 def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
-    require_omop(release)
     flt = _filter(
         release,
         params.domain,
@@ -379,7 +373,6 @@ class GroundParams(Params):
     GROUP,
 )
 def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
-    require_omop(release)
     parent_ids = tuple(dict.fromkeys(params.parent_ids or ()))
     missing = sorted(set(parent_ids) - known_hierarchy_ids(release, parent_ids))
     if missing:
@@ -486,7 +479,6 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
     GROUP,
 )
 def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
-    require_omop(release)
     rows = release.query_dicts(
         f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date "
         "FROM omop_concept c WHERE c.concept_id = ?",

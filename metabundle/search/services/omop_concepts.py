@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from metabundle.search.errors import invalid, not_found
+from metabundle.search.errors import invalid
 from metabundle.search.release import Release
 from metabundle.search.retrieval import mask_from_sql
 
@@ -78,15 +78,6 @@ def cached(release: Release, key: str, compute: Callable[[], Any]) -> Any:
     value = compute()
     with _cache_lock:
         return _cache[release].setdefault(key, value)
-
-
-def require_omop(release: Release) -> None:
-    """``not_found`` when the release was built without the OMOP vocabularies."""
-    if not cached(release, "has_omop", lambda: release.has_table("omop_concept")):
-        raise not_found(
-            "This release holds no OMOP vocabularies (it was built without the omop "
-            "source); call get_release_info for its sources."
-        )
 
 
 # -- filter validation -----------------------------------------------------------------
