@@ -1,11 +1,12 @@
 """The MCP server: one MCP tool per tool of the search core, plus reference resources.
 
-Each :class:`~metabundle.search.tools.ToolSpec` the release offers becomes a :class:`CoreTool`
+Each registered :class:`~metabundle.search.tools.ToolSpec` becomes a :class:`CoreTool`
 advertising the spec's name, description and the JSON schema of its pydantic
 parameters model. A call hands the client's raw arguments to
 :func:`~metabundle.search.tools.call_tool` on a worker thread, so validation and
 errors come from the core and the payload is exactly the core's: as structured
 content and as JSON text, with ``isError`` set for a ``{"error": ...}`` payload.
+``tools/list`` shows only the tools the release offers (:class:`ReleaseServer`).
 There is no per-tool code here.
 """
 
@@ -23,13 +24,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import Tool as MCPTool
 
 from metabundle import __version__
 from metabundle.mcp.resources import CONTRACT_URI, TABLES_URI, add_resources
 from metabundle.release.coverage import coverage_lines
 from metabundle.search.params import parameters_schema
 from metabundle.search.release import Release
-from metabundle.search.tools import ToolSpec, call_tool, release_tools
+from metabundle.search.tools import ToolSpec, all_tools, call_tool, release_tools
 
 SERVER_NAME = "metabundle"
 HTTP_PATH = "/mcp"
@@ -133,18 +135,35 @@ Reference: {CONTRACT_URI} (how retrieval works), {TABLES_URI} (every \
 table with row counts and key columns)."""
 
 
+class ReleaseServer(MCPServer):
+    """An MCP server that lists only the tools its release offers.
+
+    Every core tool is registered, so a client that calls a tool of a source the
+    release was built without gets the core's typed ``not_in_release`` answer rather
+    than the SDK's "unknown tool"; ``tools/list`` leaves those tools out.
+    """
+
+    def __init__(self, *args: Any, listed: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listed = frozenset(listed)
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool for tool in await super().list_tools() if tool.name in self.listed]
+
+
 def build_server(release: Release) -> MCPServer:
-    """An MCP server exposing the core tools the release offers (none of a source it was
-    built without) and the reference resources."""
+    """An MCP server listing the core tools the release offers (none of a source it was
+    built without), answering every core tool, with the reference resources."""
     specs = release_tools(release)
-    server = MCPServer(
+    server = ReleaseServer(
         name=SERVER_NAME,
         title="metabundle",
         description=f"metabundle release {release.version}",
         version=__version__,
         instructions=instructions(release, specs),
-        tools=[core_tool(release, spec) for spec in specs],
+        tools=[core_tool(release, spec) for spec in all_tools()],
         log_level="WARNING",
+        listed=[spec.name for spec in specs],
     )
     add_resources(server, release)
     return server
