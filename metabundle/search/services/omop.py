@@ -31,6 +31,8 @@ from metabundle.search.services.omop_concepts import (
     CONCEPT_COLUMNS,
     MAX_CONCEPT_ID,
     ConceptFilter,
+    athena_url,
+    athena_url_sql,
     canonical_domain,
     canonical_vocabulary,
     concept_item,
@@ -186,6 +188,7 @@ def _standard_entry(target: dict[str, Any], relationship_id: str) -> dict[str, A
         "domain_id": target["domain_id"],
         "concept_class_id": target["concept_class_id"],
         "relationship_id": relationship_id,
+        "athena_url": athena_url(target["concept_id"]),
     }
 
 
@@ -197,6 +200,7 @@ def navigation(release: Release, rows: list[dict[str, Any]]) -> list[dict[str, A
             "source_concept_id": int(row["concept_id"]),
             "source_concept_name": row["concept_name"],
             "source_standard_concept": row["standard_concept"] == "S",
+            "source_athena_url": athena_url(row["concept_id"]),
             "standard_concepts": [
                 _standard_entry(target, relationship_id)
                 for target, relationship_id in standard[int(row["concept_id"])]
@@ -434,7 +438,7 @@ def _relationships(release: Release, params: GetParams) -> dict[str, Any]:
         release,
         f"SELECT count(*) FROM omop_concept_relationship r WHERE {where}",
         f"SELECT r.relationship_id, r.concept_id_2 AS concept_id, {RELATED_COLUMNS}, "
-        "r.invalid_reason FROM omop_concept_relationship r "
+        f"r.invalid_reason, {athena_url_sql('r.concept_id_2')} FROM omop_concept_relationship r "
         f"LEFT JOIN omop_concept c ON c.concept_id = r.concept_id_2 WHERE {where} "
         f"ORDER BY {RELATIONSHIP_ORDER}, (c.concept_id IS NULL), r.concept_id_2",
         args,
@@ -458,7 +462,8 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
         release,
         f"SELECT count(*) FROM omop_concept_ancestor a WHERE {where}",
         f"SELECT a.{other}_concept_id AS concept_id, {RELATED_COLUMNS}, "
-        "a.min_levels_of_separation, a.max_levels_of_separation "
+        "a.min_levels_of_separation, a.max_levels_of_separation, "
+        f"{athena_url_sql(f'a.{other}_concept_id')} "
         f"FROM omop_concept_ancestor a LEFT JOIN omop_concept c "
         f"ON c.concept_id = a.{other}_concept_id WHERE {where} "
         f"ORDER BY a.min_levels_of_separation, a.{other}_concept_id",
