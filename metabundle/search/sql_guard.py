@@ -17,6 +17,7 @@ import duckdb
 from metabundle.search.errors import QUERY_TIMEOUT, SQL_ERROR, ToolError, invalid
 from metabundle.search.jsonsafe import check_size, to_json_value
 from metabundle.search.release import Release
+from metabundle.search.sql_hints import sql_error
 
 DEFAULT_MAX_ROWS = 100
 MAX_ROWS = 1000
@@ -76,7 +77,7 @@ def run_sql(
                 raise ToolError(
                     QUERY_TIMEOUT, f"The query ran longer than {timeout_s:g} s and was stopped."
                 ) from None
-            raise ToolError(SQL_ERROR, _first_line(error)) from None
+            raise sql_error(release, query, _first_line(error), error) from None
         finally:
             timer.cancel()
     truncated = len(rows) > max_rows

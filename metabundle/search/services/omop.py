@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from metabundle.search.coverage import missing
-from metabundle.search.errors import not_found
+from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_found
 from metabundle.search.params import Params, Query, clamp
 from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import (
@@ -333,7 +333,19 @@ def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any
         standard_only=params.standard_only,
         active_only=params.active_only,
     )
-    matches, retrieval = embedding_matches(release, params.query, flt, limit=params.limit)
+    try:
+        matches, retrieval = embedding_matches(release, params.query, flt, limit=params.limit)
+    except ToolError as error:
+        if error.code != EMBEDDINGS_UNAVAILABLE:
+            raise
+        cause = error.details.get("cause", error.message.rstrip("."))
+        raise ToolError(
+            EMBEDDINGS_UNAVAILABLE,
+            f"{cause}, so embedding_search cannot answer; call concept_search_fulltext "
+            "with the same query (or concept_ground, which falls back to full text).",
+            cause=cause,
+            use_instead="concept_search_fulltext",
+        ) from None
     results = [{**concept_item(m.row), "similarity": round(m.score, 6)} for m in matches]
     return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
 
