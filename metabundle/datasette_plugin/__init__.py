@@ -28,7 +28,13 @@ from datasette import hookimpl
 from datasette.utils.asgi import Request, Response
 
 from metabundle.datasette_plugin import mcp_tools
-from metabundle.datasette_plugin.api import API_PREFIX, api_tool, json_response, tool_index
+from metabundle.datasette_plugin.api import (
+    API_PREFIX,
+    api_tool,
+    json_response,
+    served_tools,
+    tool_index,
+)
 from metabundle.datasette_plugin.bounds import BoundedApp, limit_connection
 from metabundle.datasette_plugin.errors import error_response, replace_default_handler
 from metabundle.datasette_plugin.openapi import openapi_document
@@ -37,7 +43,6 @@ from metabundle.datasette_plugin.search_page import search_json, search_page
 from metabundle.errors import MetabundleError
 from metabundle.release.datasette_meta import SQLITE_FILE
 from metabundle.release.integrity import check_digest
-from metabundle.search.tools import all_tools
 
 
 async def _api_index(datasette: Any, request: Request) -> Response:
@@ -49,7 +54,7 @@ async def _openapi(datasette: Any, request: Request) -> Response:
         version = release_for(datasette).version
     except MetabundleError:
         version = "(none: this Datasette serves no release)"
-    document = openapi_document(all_tools(), datasette.urls.path(API_PREFIX), version)
+    document = openapi_document(served_tools(datasette), datasette.urls.path(API_PREFIX), version)
     return json_response(document)
 
 

@@ -28,7 +28,8 @@ from datasette.utils.asgi import Request, Response
 from metabundle.datasette_plugin.release_link import release_for
 from metabundle.errors import MetabundleError
 from metabundle.search.errors import HTTP_STATUS, INTERNAL_ERROR, ToolError, invalid
-from metabundle.search.tools import TOOLS, ToolSpec, all_tools, call_tool
+from metabundle.search.params import parameters_schema
+from metabundle.search.tools import TOOLS, ToolSpec, all_tools, call_tool, release_tools
 
 API_PREFIX = "/-/api"
 JSON_TYPE = "application/json; charset=utf-8"
@@ -109,7 +110,7 @@ def _scalar(name: str, value: str, kind: str | None) -> Any:
 
 def query_arguments(spec: ToolSpec, params: Any) -> dict[str, Any]:
     """The arguments of ``spec`` given as query parameters (a Datasette MultiParams)."""
-    schema = spec.params.model_json_schema()
+    schema = parameters_schema(spec.params)
     properties, defs = schema.get("properties", {}), schema.get("$defs", {})
     arguments: dict[str, Any] = {}
     for name in params.keys():  # noqa: SIM118  (MultiParams is not a Mapping)
@@ -171,8 +172,17 @@ async def api_tool(datasette: Any, request: Request) -> Response:
     return json_response(payload, payload_status(payload))
 
 
+def served_tools(datasette: Any) -> list[ToolSpec]:
+    """The tools the instance's release offers (every tool when it serves none)."""
+    try:
+        return release_tools(release_for(datasette))
+    except MetabundleError:
+        return all_tools()
+
+
 def tool_index(datasette: Any) -> dict[str, Any]:
-    """``/-/api``: every tool with its description, URL and parameters."""
+    """``/-/api``: every tool the release offers with its description, URL and
+    parameters."""
     return {
         "openapi": datasette.urls.path(f"{API_PREFIX}/openapi.json"),
         "conventions": {
@@ -189,8 +199,8 @@ def tool_index(datasette: Any) -> dict[str, Any]:
                 "group": spec.group,
                 "description": spec.description,
                 "url": datasette.urls.path(f"{API_PREFIX}/{spec.name}"),
-                "parameters": spec.params.model_json_schema(),
+                "parameters": parameters_schema(spec.params),
             }
-            for spec in all_tools()
+            for spec in served_tools(datasette)
         ],
     }

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from metabundle import __version__
 from metabundle.search.errors import HTTP_STATUS
+from metabundle.search.params import parameters_schema
 from metabundle.search.tools import UNTRUSTED_NOTICE, ToolSpec
 
 OPENAPI_VERSION = "3.1.0"
@@ -42,7 +43,7 @@ PAYLOAD_SCHEMA: dict[str, Any] = {
 
 def _model_schema(model: type[BaseModel], shared: dict[str, Any]) -> dict[str, Any]:
     """The JSON schema of ``model`` with its definitions moved into ``shared``."""
-    schema = model.model_json_schema(ref_template=REF_TEMPLATE)
+    schema = parameters_schema(model, REF_TEMPLATE)
     for name, definition in schema.pop("$defs", {}).items():
         if shared.setdefault(name, definition) != definition:
             raise ValueError(f"two different parameter models are both named {name}")

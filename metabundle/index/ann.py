@@ -124,15 +124,16 @@ class AnnIndex(ABC):
         """Approximate ``k`` nearest keys to ``query`` (shape ``(d,)``) and their scores.
 
         Scores are cosine similarities as the index stores them (f16 storage rounds them
-        slightly); sorted by score descending, ties by key ascending. Fewer than ``k``
-        come back only when the index holds fewer vectors or the graph cannot reach them.
+        slightly), clipped to [-1, 1]; sorted by score descending, ties by key ascending.
+        Fewer than ``k`` come back only when the index holds fewer vectors or the graph
+        cannot reach them.
         """
         q = _unit_query(query, self.dimension)
         count = min(int(k), len(self))
         if count <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
         keys, distances = self._search(q, count)
-        scores = (1.0 - distances.astype(np.float64)).astype(np.float32)
+        scores = clip_cosine(1.0 - distances.astype(np.float64))
         return _top_k(keys.astype(np.int64), scores, count)
 
     @abstractmethod
@@ -343,8 +344,14 @@ def load_vectors(path: Path) -> np.ndarray:
     return matrix
 
 
+def clip_cosine(scores: np.ndarray) -> np.ndarray:
+    """Cosine similarities clipped to [-1, 1]: half-precision storage and float sums
+    can land just outside (1.000021), which no cosine is."""
+    return np.clip(scores, -1.0, 1.0).astype(np.float32)
+
+
 def _exact_scores(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    return np.asarray(vectors[rows], dtype=np.float32) @ query
+    return clip_cosine(np.asarray(vectors[rows], dtype=np.float32) @ query)
 
 
 def _exact_top_k(

@@ -10,6 +10,7 @@ from typing import Any
 
 INVALID_REQUEST = "invalid_request"
 NOT_FOUND = "not_found"
+NOT_IN_RELEASE = "not_in_release"
 EMBEDDINGS_UNAVAILABLE = "embeddings_unavailable"
 QUERY_TIMEOUT = "query_timeout"
 RESULT_TOO_LARGE = "result_too_large"
@@ -21,6 +22,7 @@ INTERNAL_ERROR = "internal_error"
 HTTP_STATUS = {
     INVALID_REQUEST: 400,
     NOT_FOUND: 404,
+    NOT_IN_RELEASE: 404,
     EMBEDDINGS_UNAVAILABLE: 503,
     QUERY_TIMEOUT: 504,
     RESULT_TOO_LARGE: 413,

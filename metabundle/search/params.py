@@ -1,10 +1,29 @@
-"""Parameter types shared by tools: bounded text, clamped limits, method names."""
+"""Parameter types shared by tools: bounded text, clamped limits, method names, and
+the argument forms every client can send.
+
+Some MCP clients send every argument as text. A list parameter therefore also takes
+a JSON-encoded list (``'["idc"]'``) or comma-separated text (``"idc,ukb"``), and an
+object parameter a JSON-encoded object; :class:`Params` decodes them before
+validation, for every tool. :func:`parameters_schema` publishes the parameters with
+plain ``array``/``object`` types (no ``anyOf`` with ``null``) and says so.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+import types
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+from pydantic.json_schema import DEFAULT_REF_TEMPLATE
 
 MAX_QUERY_CHARS = 1000
 
@@ -30,7 +49,87 @@ Query = Annotated[
 ]
 
 
+ARRAY_FORMS = "Also accepted as a JSON-encoded list or comma-separated text."
+OBJECT_FORMS = "Also accepted as JSON-encoded text."
+Container = Literal["array", "object"]
+
+
+def container_kind(annotation: Any) -> Container | None:
+    """``array`` for a list parameter, ``object`` for a mapping or model, looking
+    through ``Annotated`` and ``| None``; ``None`` for anything else."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return container_kind(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        kinds = {container_kind(arg) for arg in get_args(annotation) if arg is not type(None)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(origin, type) and issubclass(origin, Mapping):
+        return "object"
+    if isinstance(origin, type) and issubclass(origin, Sequence) and origin is not str:
+        return "array"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "object"
+    return None
+
+
+def decode_text(value: str, kind: Container) -> Any:
+    """A list or object sent as text: JSON when it parses as one, else (for a list)
+    its comma-separated items; anything else is returned unchanged for validation to
+    refuse in the parameter's name."""
+    text = value.strip()
+    if kind == "object" or text.startswith("["):
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, dict if kind == "object" else list) else value
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
 class Params(BaseModel):
-    """Base of every tool's parameters: unknown parameters are an error."""
+    """Base of every tool's parameters: unknown parameters are an error, and list and
+    object parameters also take their text forms (:func:`decode_text`)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _decode_text_forms(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        decoded = dict(data)
+        for name, value in data.items():
+            field = cls.model_fields.get(name)
+            kind = container_kind(field.annotation) if field else None
+            if kind and isinstance(value, str):
+                decoded[name] = decode_text(value, kind)
+        return decoded
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """A property typed ``anyOf[array|object, null]`` as the plain type (omitting it
+    means null), its description naming the text forms."""
+    options = schema.get("anyOf") or []
+    kept = [option for option in options if option.get("type") != "null"]
+    if len(options) == 2 and len(kept) == 1 and kept[0].get("type") in ("array", "object"):
+        outer = {k: v for k, v in schema.items() if k != "anyOf" and k != "default"}
+        inner_description = kept[0].get("description")
+        schema = {**kept[0], **outer}
+        if inner_description and outer.get("description"):
+            schema["description"] = f"{outer['description']} {inner_description}"
+    forms = {"array": ARRAY_FORMS, "object": OBJECT_FORMS}.get(schema.get("type"))
+    if forms:
+        schema["description"] = f"{schema.get('description', '').strip()} {forms}".strip()
+    return schema
+
+
+def parameters_schema(
+    model: type[BaseModel], ref_template: str = DEFAULT_REF_TEMPLATE
+) -> dict[str, Any]:
+    """The published JSON schema of a tool's parameters: list and object parameters as
+    plain ``array``/``object`` types whose descriptions name the text forms."""
+    schema = model.model_json_schema(ref_template=ref_template)
+    properties = schema.get("properties", {})
+    for name, property_schema in properties.items():
+        properties[name] = _plain(property_schema)
+    return schema

@@ -39,6 +39,12 @@ def embeddings_enabled() -> bool:
     return value not in ("0", "false", "no", "off")
 
 
+def keyword_instead(cause: str) -> ToolError:
+    """``embeddings_unavailable`` for ``cause``, telling search tools to use keyword
+    search; ``details.cause`` lets a tool without ``method`` give its own advice."""
+    return ToolError(EMBEDDINGS_UNAVAILABLE, f"{cause}; use method=keyword.", cause=cause)
+
+
 class Release:
     """A release opened read-only for searching."""
 
@@ -169,16 +175,9 @@ class Release:
     def embedder(self) -> Embedder:
         """The query embedder matching the release's model, or ``embeddings_unavailable``."""
         if not embeddings_enabled():
-            raise ToolError(
-                EMBEDDINGS_UNAVAILABLE,
-                "Query embeddings are disabled (METABUNDLE_EMBEDDINGS_ENABLED=0); "
-                "use method=keyword.",
-            )
+            raise keyword_instead("Query embeddings are disabled (METABUNDLE_EMBEDDINGS_ENABLED=0)")
         if self.embedding_provider is None or self.vectors is None:
-            raise ToolError(
-                EMBEDDINGS_UNAVAILABLE,
-                "This release was built without embeddings; use method=keyword.",
-            )
+            raise keyword_instead("This release was built without embeddings")
         with self._lock:
             if self._embedder is None:
                 try:

@@ -24,9 +24,10 @@ from typing import Any
 import duckdb
 
 from metabundle.search.engine import open_hardened
-from metabundle.search.errors import RESOURCE_EXHAUSTED, RESULT_TOO_LARGE, SQL_ERROR, ToolError
+from metabundle.search.errors import RESOURCE_EXHAUSTED, RESULT_TOO_LARGE, ToolError
 from metabundle.search.jsonsafe import MAX_PAYLOAD_BYTES, check_size, to_json_value
 from metabundle.search.sql_guard import bounded, classify, first_line
+from metabundle.search.sql_hints import sql_error
 
 TOO_LARGE_HINT = "select fewer rows or columns, or aggregate"
 
@@ -84,7 +85,7 @@ def execute(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int) -> dict[str
         except duckdb.OutOfMemoryException:
             raise out_of_memory() from None
         except duckdb.Error as error:
-            raise ToolError(SQL_ERROR, first_line(error)) from None
+            raise sql_error(con, query, first_line(error), error) from None
     payload = {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated}
     return check_size(payload, TOO_LARGE_HINT)
 

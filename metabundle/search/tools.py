@@ -4,6 +4,12 @@ A tool is a name, a prescriptive description (when to call it), a pydantic model
 its parameters and a handler over a :class:`Release`. :func:`call_tool` validates the
 arguments, runs the handler and returns the payload — or the typed error payload —
 that the CLI, the MCP server and the REST API all return unchanged.
+
+A tool's group is the source it serves (``dbgap``, ``ukb``, ``aou``, ``omop``,
+``idc``), or :data:`RELEASE_GROUP` for the release-wide tools. A release built
+without a source does not offer that source's tools (:func:`release_tools`), and a
+call to one answers ``not_in_release`` with the release's coverage and the rebuild
+flag, the same rule for every source.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from metabundle.search.errors import INTERNAL_ERROR, ToolError, invalid
+from metabundle.search.errors import INTERNAL_ERROR, NOT_IN_RELEASE, ToolError, invalid
 from metabundle.search.release import Release
 
 UNTRUSTED_NOTICE = (
@@ -23,6 +29,7 @@ UNTRUSTED_NOTICE = (
 )
 
 Handler = Callable[[Release, Any], dict[str, Any]]
+RELEASE_GROUP = "release"
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,11 @@ class ToolSpec:
     params: type[BaseModel]
     handler: Handler
     group: str
+
+    @property
+    def source(self) -> str | None:
+        """The source whose tables the tool reads; ``None`` for release-wide tools."""
+        return None if self.group == RELEASE_GROUP else self.group
 
 
 TOOLS: dict[str, ToolSpec] = {}
@@ -96,6 +108,33 @@ def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any] | None) -> Base
         raise invalid(_validation_message(spec.name, error)) from None
 
 
+def release_sources(release: Release) -> list[str]:
+    """The sources ``release`` was built with."""
+    return sorted(release.manifest.get("sources") or {})
+
+
+def offered(release: Release, spec: ToolSpec) -> bool:
+    """Whether ``release`` holds the source ``spec`` serves."""
+    return spec.source is None or spec.source in release_sources(release)
+
+
+def absent_source(release: Release, spec: ToolSpec) -> ToolError:
+    """``not_in_release`` for a tool of a source the release was built without."""
+    present = release_sources(release)
+    coverage = release.manifest.get("coverage") or {}
+    flag = "--sources " + ",".join(sorted([*present, str(spec.source)]))
+    return ToolError(
+        NOT_IN_RELEASE,
+        f"{spec.name}: this release holds no {spec.source} data (it was built with "
+        f"{', '.join(present) or 'no source'}); rebuild with `metabundle build {flag}` "
+        "or call get_release_info for what it holds.",
+        source=spec.source,
+        sources_in_release=present,
+        coverage={"profile": coverage.get("profile"), "complete": coverage.get("complete")},
+        flag=flag,
+    )
+
+
 def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
     """Run tool ``name``; raises :class:`ToolError` for refused or failed requests."""
     import metabundle.search.services  # noqa: F401  (registers every tool)
@@ -105,8 +144,10 @@ def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> 
         shown = name if len(name) <= 80 else name[:80] + "..."
         raise invalid(
             f"There is no tool named {shown!r}; details.tools lists every tool.",
-            tools=sorted(TOOLS),
+            tools=sorted(spec.name for spec in release_tools(release)),
         )
+    if not offered(release, spec):
+        raise absent_source(release, spec)
     params = parse_arguments(spec, arguments)
     payload = spec.handler(release, params)
     return {**payload, "data_notice": UNTRUSTED_NOTICE}
@@ -129,3 +170,8 @@ def all_tools() -> list[ToolSpec]:
     import metabundle.search.services  # noqa: F401
 
     return list(TOOLS.values())
+
+
+def release_tools(release: Release) -> list[ToolSpec]:
+    """The tools ``release`` offers: the release-wide ones and those of its sources."""
+    return [spec for spec in all_tools() if offered(release, spec)]

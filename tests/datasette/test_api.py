@@ -18,6 +18,7 @@ from metabundle.datasette_plugin.api import payload_status
 from metabundle.datasette_plugin.openapi import REF_TEMPLATE
 from metabundle.mcp.server import build_server
 from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, ToolError
+from metabundle.search.params import parameters_schema
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
 from tests.datasette.conftest import get_json
@@ -192,7 +193,7 @@ async def test_openapi_describes_every_tool_from_its_model(
     assert set(document["paths"]) == {f"/-/api/{spec.name}" for spec in specs}
     for spec in specs:
         item = document["paths"][f"/-/api/{spec.name}"]
-        schema = spec.params.model_json_schema(ref_template=REF_TEMPLATE)
+        schema = parameters_schema(spec.params, REF_TEMPLATE)
         schema.pop("$defs", None)
         assert item["post"]["requestBody"]["content"]["application/json"]["schema"] == schema
         parameters = {p["name"]: p for p in item["get"]["parameters"]}
@@ -208,6 +209,7 @@ async def test_openapi_describes_every_tool_from_its_model(
     sources = document["paths"]["/-/api/search_all"]["get"]["parameters"]
     (listed,) = [p for p in sources if p["name"] == "sources"]
     assert listed["explode"] is True and "commas" in listed["description"]
+    assert listed["schema"]["type"] == "array" and "anyOf" not in listed["schema"]
 
 
 async def test_without_a_release_browsing_works_and_the_api_says_why(

@@ -37,19 +37,6 @@ def dbgap_block(release: Release) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def dev_build(tmp_path_factory: pytest.TempPathFactory, mirror_url: str) -> Build:
-    root = tmp_path_factory.mktemp("dev")
-    result = run_cli(
-        "build",
-        *("--upstream", mirror_url, "--out", str(root / "out"), "--sources", "dbgap"),
-        *("--profile", "dev", "--embeddings", "none"),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    release = Path(result.stdout.strip().splitlines()[-1])
-    return Build(root / "out", root / "out" / "cache", release, result.stdout, result.stderr)
-
-
-@pytest.fixture(scope="module")
 def athena_build(
     tmp_path_factory: pytest.TempPathFactory, mirror_url: str, upstream_dir: Path
 ) -> Build:

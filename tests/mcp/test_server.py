@@ -21,6 +21,7 @@ from metabundle.mcp.resources import (
     contract_text,
 )
 from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, NOT_FOUND
+from metabundle.search.params import parameters_schema
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
 
@@ -62,7 +63,7 @@ async def test_lists_every_registered_tool_with_its_schema(server: MCPServer) ->
     for spec in specs:
         tool = listed[spec.name]
         assert tool.description == spec.description
-        assert tool.input_schema == spec.params.model_json_schema()
+        assert tool.input_schema == parameters_schema(spec.params)
         assert tool.annotations is not None and tool.annotations.read_only_hint
     search = listed["search_all"].input_schema
     assert search["required"] == ["query"]

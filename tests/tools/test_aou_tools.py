@@ -391,15 +391,15 @@ def test_an_answer_belongs_to_its_question_and_module(release: Release) -> None:
     assert membership["module"]["title"] == answer["survey_name"]
 
 
-def test_unknown_ids_are_not_found(release: Release) -> None:
-    payload = get(release, "aou.doc." + "0" * 24)
+@pytest.mark.parametrize("result_id", ["aou.doc." + "0" * 24, "ukb:21001", "phs000007.v32"])
+def test_unknown_ids_are_not_found(release: Release, result_id: str) -> None:
+    payload = get(release, result_id)
     assert error_code(payload) == "not_found"
     assert "search_aou_catalog" in payload["error"]["message"]
 
 
 @pytest.mark.parametrize(
-    "result_id",
-    ["aou.doc.123", "aou.doc." + "g" * 24, "ukb:21001", "phs000007.v32", "", "aou.doc." + "0" * 25],
+    "result_id", ["aou.doc.123", "aou.doc." + "g" * 24, "", "  ", "aou.doc." + "0" * 25]
 )
 def test_malformed_ids_are_invalid_requests(release: Release, result_id: str) -> None:
     payload = get(release, result_id)

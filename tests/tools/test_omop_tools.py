@@ -32,6 +32,7 @@ import pytest
 
 from metabundle.index.tokenizer import tokenize
 from metabundle.search.release import Release
+from metabundle.search.services.omop_concepts import ATHENA_TERMS
 from metabundle.search.tools import call_tool
 from tests.support.evaluation import load_eval
 
@@ -44,6 +45,7 @@ CONCEPT_FIELDS = {
     "concept_class_id",
     "standard_concept",
     "invalid_reason",
+    "athena_url",
 }
 EXACT_FIELDS = CONCEPT_FIELDS | {"match_source", "matched_synonym"}
 STANDARD_FIELDS = {
@@ -53,6 +55,7 @@ STANDARD_FIELDS = {
     "domain_id",
     "concept_class_id",
     "relationship_id",
+    "athena_url",
 }
 GI_BLEED = 192671  # SNOMED 74474003 Gastrointestinal hemorrhage (standard)
 K92_2 = 35208414  # ICD10CM K92.2 Gastrointestinal hemorrhage, unspecified
@@ -87,7 +90,11 @@ def concept_row(release: Release, concept_id: int) -> dict[str, Any]:
         "WHERE concept_id = ?",
         [concept_id],
     )
-    return {**row, "standard_concept": row["standard_concept"] == "S"}
+    return {
+        **row,
+        "standard_concept": row["standard_concept"] == "S",
+        "athena_url": f"{ATHENA_TERMS}{concept_id}",
+    }
 
 
 def descendants(release: Release, parent: int) -> set[int]:
@@ -266,6 +273,7 @@ def test_navigate_follows_maps_to_keeps_order_and_omits_unknown_ids(release: Rel
         "source_concept_id",
         "source_concept_name",
         "source_standard_concept",
+        "source_athena_url",
         "standard_concepts",
     }
     assert icd["source_concept_name"] == "Gastrointestinal hemorrhage, unspecified"

@@ -21,12 +21,14 @@ from pydantic import Field
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Method, Params, Query, clamp
 from metabundle.search.release import Release
+from metabundle.search.services.aou_identifiers import resolve_identifier
 from metabundle.search.services.aou_ranking import ITEM_COLUMNS, AouFilters, AouHit, rank_items
 from metabundle.search.tools import tool
 
 GROUP = "aou"
 MAX_LIMIT = 20
 LIST_CAP = 50
+RESULT_PREFIX = "aou.doc."
 RESULT_ID = re.compile(r"aou\.doc\.[0-9a-f]{24}")
 EHR_FILTERS = ("ehr_domain", "ehr_role", "ehr_vocabulary")
 COVERAGE_NOTICE = (
@@ -83,8 +85,10 @@ class GetAouItemParams(Params):
         str,
         Field(
             max_length=100,
-            description="An opaque All of Us result id (aou.doc. + 24 hex digits) as "
-            "search_aou_catalog returned it.",
+            description="An All of Us result id (aou.doc. + 24 hex digits) as "
+            "search_aou_catalog returned it, or an identifier of the item: an OMOP concept "
+            "id (1585860), a concept code or survey question code (TheBasics_Birthplace), "
+            "or vocabulary:code (snomed:49601007).",
         ),
     ]
 
@@ -268,25 +272,32 @@ def _relationship(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _item(release: Release, result_id: str) -> dict[str, Any]:
+def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The item ``result_id`` names (an opaque result id, or an identifier
+    :func:`resolve_identifier` resolves) and the resolution block, if one was needed."""
     text = result_id.strip().lower()
-    if not RESULT_ID.fullmatch(text):
+    resolution = None
+    if not text or (text.startswith(RESULT_PREFIX) and not RESULT_ID.fullmatch(text)):
         raise invalid(
-            "result_id must be an All of Us result id: 'aou.doc.' and 24 hex digits, as "
-            "search_aou_catalog returns it."
+            "result_id must be an All of Us result id ('aou.doc.' and 24 hex digits, as "
+            "search_aou_catalog returns it) or an item's concept id, concept code or "
+            "question code."
         )
+    if not RESULT_ID.fullmatch(text):
+        text, resolution = resolve_identifier(release, result_id)
     rows = release.query_dicts(f"SELECT {ITEM_FIELDS} FROM aou_item WHERE result_id = ?", [text])
     if not rows:
         raise not_found(
             f"There is no All of Us item {text} in release {release.version}; "
             "call search_aou_catalog to find one."
         )
-    return rows[0]
+    return rows[0], resolution
 
 
 @tool(
     "get_aou_item",
-    "Get one All of Us catalogue item by the result_id that search_aou_catalog returned: "
+    "Get one All of Us catalogue item by the result_id that search_aou_catalog returned, "
+    "or by its OMOP concept id, concept code or survey question code: "
     "its full record (question text, codes, domain, vocabulary, participant count or why "
     "it is null), identifiers and aliases, public links (Data Browser page, survey PDFs, "
     "Athena), answer choices of a question, members of a module, topic or domain, where "
@@ -297,9 +308,10 @@ def _item(release: Release, result_id: str) -> dict[str, Any]:
     GROUP,
 )
 def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:
-    item = _item(release, params.result_id)
+    item, resolution = _item(release, params.result_id)
     result_id = item["result_id"]
     payload: dict[str, Any] = {
+        **({"resolution": resolution} if resolution else {}),
         "item": {k: v for k, v in item.items() if k not in ("parent_result_id",)},
         "membership": _membership(release, item),
         "identifiers": _capped(

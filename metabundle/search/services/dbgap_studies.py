@@ -199,8 +199,6 @@ def study_index(release: Release) -> StudyIndex:
     with _INDEX_LOCK:
         index = _INDEXES.get(release)
     if index is None:
-        if not release.has_table("dbgap_study"):
-            raise not_found("This release holds no dbGaP data; call get_release_info.")
         index = StudyIndex.load(release)
         with _INDEX_LOCK:
             _INDEXES[release] = index

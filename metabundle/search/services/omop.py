@@ -24,19 +24,20 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from metabundle.search.coverage import missing
-from metabundle.search.errors import not_found
+from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_found
 from metabundle.search.params import Params, Query, clamp
 from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import (
     CONCEPT_COLUMNS,
     MAX_CONCEPT_ID,
     ConceptFilter,
+    athena_url,
+    athena_url_sql,
     canonical_domain,
     canonical_vocabulary,
     concept_item,
     concepts_by_id,
     known_hierarchy_ids,
-    require_omop,
     to_standard,
 )
 from metabundle.search.services.omop_ground import GroundRequest, ground
@@ -120,7 +121,6 @@ class ExactParams(Params):
     GROUP,
 )
 def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
-    require_omop(release)
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
     matches = exact_matches(
         release,
@@ -161,7 +161,6 @@ class FulltextParams(ExactParams):
     GROUP,
 )
 def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
-    require_omop(release)
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
     found = fulltext_matches(
         release,
@@ -189,6 +188,7 @@ def _standard_entry(target: dict[str, Any], relationship_id: str) -> dict[str, A
         "domain_id": target["domain_id"],
         "concept_class_id": target["concept_class_id"],
         "relationship_id": relationship_id,
+        "athena_url": athena_url(target["concept_id"]),
     }
 
 
@@ -200,6 +200,7 @@ def navigation(release: Release, rows: list[dict[str, Any]]) -> list[dict[str, A
             "source_concept_id": int(row["concept_id"]),
             "source_concept_name": row["concept_name"],
             "source_standard_concept": row["standard_concept"] == "S",
+            "source_athena_url": athena_url(row["concept_id"]),
             "standard_concepts": [
                 _standard_entry(target, relationship_id)
                 for target, relationship_id in standard[int(row["concept_id"])]
@@ -232,7 +233,6 @@ class NavigateParams(Params):
     GROUP,
 )
 def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
-    require_omop(release)
     ids = list(dict.fromkeys(params.concept_ids))
     found = concepts_by_id(release, ids)
     return {"results": navigation(release, [found[i] for i in ids if i in found])}
@@ -276,7 +276,6 @@ def _code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[s
     GROUP,
 )
 def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, Any]:
-    require_omop(release)
     vocabulary_id = canonical_vocabulary(release, params.vocabulary_id)
     code = params.concept_code.strip()
     rows = release.query_dicts(
@@ -327,7 +326,6 @@ class EmbeddingParams(Params):
     GROUP,
 )
 def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
-    require_omop(release)
     flt = _filter(
         release,
         params.domain,
@@ -335,7 +333,19 @@ def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any
         standard_only=params.standard_only,
         active_only=params.active_only,
     )
-    matches, retrieval = embedding_matches(release, params.query, flt, limit=params.limit)
+    try:
+        matches, retrieval = embedding_matches(release, params.query, flt, limit=params.limit)
+    except ToolError as error:
+        if error.code != EMBEDDINGS_UNAVAILABLE:
+            raise
+        cause = error.details.get("cause", error.message.rstrip("."))
+        raise ToolError(
+            EMBEDDINGS_UNAVAILABLE,
+            f"{cause}, so embedding_search cannot answer; call concept_search_fulltext "
+            "with the same query (or concept_ground, which falls back to full text).",
+            cause=cause,
+            use_instead="concept_search_fulltext",
+        ) from None
     results = [{**concept_item(m.row), "similarity": round(m.score, 6)} for m in matches]
     return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
 
@@ -379,7 +389,6 @@ class GroundParams(Params):
     GROUP,
 )
 def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
-    require_omop(release)
     parent_ids = tuple(dict.fromkeys(params.parent_ids or ()))
     missing = sorted(set(parent_ids) - known_hierarchy_ids(release, parent_ids))
     if missing:
@@ -441,7 +450,7 @@ def _relationships(release: Release, params: GetParams) -> dict[str, Any]:
         release,
         f"SELECT count(*) FROM omop_concept_relationship r WHERE {where}",
         f"SELECT r.relationship_id, r.concept_id_2 AS concept_id, {RELATED_COLUMNS}, "
-        "r.invalid_reason FROM omop_concept_relationship r "
+        f"r.invalid_reason, {athena_url_sql('r.concept_id_2')} FROM omop_concept_relationship r "
         f"LEFT JOIN omop_concept c ON c.concept_id = r.concept_id_2 WHERE {where} "
         f"ORDER BY {RELATIONSHIP_ORDER}, (c.concept_id IS NULL), r.concept_id_2",
         args,
@@ -465,7 +474,8 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
         release,
         f"SELECT count(*) FROM omop_concept_ancestor a WHERE {where}",
         f"SELECT a.{other}_concept_id AS concept_id, {RELATED_COLUMNS}, "
-        "a.min_levels_of_separation, a.max_levels_of_separation "
+        "a.min_levels_of_separation, a.max_levels_of_separation, "
+        f"{athena_url_sql(f'a.{other}_concept_id')} "
         f"FROM omop_concept_ancestor a LEFT JOIN omop_concept c "
         f"ON c.concept_id = a.{other}_concept_id WHERE {where} "
         f"ORDER BY a.min_levels_of_separation, a.{other}_concept_id",
@@ -486,7 +496,6 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
     GROUP,
 )
 def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
-    require_omop(release)
     rows = release.query_dicts(
         f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date "
         "FROM omop_concept c WHERE c.concept_id = ?",

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from metabundle.search.errors import invalid, not_found
+from metabundle.search.errors import invalid
 from metabundle.search.release import Release
 from metabundle.search.retrieval import mask_from_sql
 
@@ -51,11 +51,26 @@ CONCEPT_FIELDS = (
 CONCEPT_COLUMNS = ", ".join(f"c.{name}" for name in CONCEPT_FIELDS)
 
 
+ATHENA_TERMS = "https://athena.ohdsi.org/search-terms/terms/"
+
+
+def athena_url(concept_id: int) -> str:
+    """The concept's page on OHDSI Athena (any concept id, in this release or not)."""
+    return f"{ATHENA_TERMS}{int(concept_id)}"
+
+
+def athena_url_sql(column: str) -> str:
+    """SQL for the Athena page of the concept id in ``column``, as ``athena_url``."""
+    return f"'{ATHENA_TERMS}' || {column} AS athena_url"
+
+
 def concept_item(row: dict[str, Any]) -> dict[str, Any]:
-    """The public shape of a concept row (``standard_concept`` as a boolean)."""
+    """The public shape of a concept row (``standard_concept`` as a boolean), with its
+    Athena page."""
     item = {name: row[name] for name in CONCEPT_FIELDS}
     item["concept_id"] = int(item["concept_id"])
     item["standard_concept"] = row["standard_concept"] == "S"
+    item["athena_url"] = athena_url(item["concept_id"])
     return item
 
 
@@ -78,15 +93,6 @@ def cached(release: Release, key: str, compute: Callable[[], Any]) -> Any:
     value = compute()
     with _cache_lock:
         return _cache[release].setdefault(key, value)
-
-
-def require_omop(release: Release) -> None:
-    """``not_found`` when the release was built without the OMOP vocabularies."""
-    if not cached(release, "has_omop", lambda: release.has_table("omop_concept")):
-        raise not_found(
-            "This release holds no OMOP vocabularies (it was built without the omop "
-            "source); call get_release_info for its sources."
-        )
 
 
 # -- filter validation -----------------------------------------------------------------
