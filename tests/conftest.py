@@ -4,11 +4,13 @@ of every source from it for the whole session."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from datasette.app import Datasette
 
+from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.search.release import Release
 from tests.support.build import Build, build_release, share_embedding_cache
 from tests.support.servers import serve_directory
@@ -77,3 +79,15 @@ def complete_release(complete_build: Build) -> Iterator[Release]:
     """The complete build opened for searching."""
     with Release.open(complete_build.release) as opened:
         yield opened
+
+
+@pytest.fixture(scope="module")
+async def datasette(release_path: Path) -> AsyncIterator[Datasette]:
+    """The instance ``metabundle datasette`` serves for ``release_path`` (each test
+    folder's own), started in-process."""
+    instance = make_datasette(release_path)
+    await instance.invoke_startup()
+    yield instance
+    for database in instance.databases.values():
+        database.close()
+    instance.executor.shutdown(wait=False)

@@ -8,7 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,6 @@ import httpx
 import pytest
 from datasette.app import Datasette
 
-from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.release.datasette_meta import METADATA_FILE, RELEASE_FOLDER, SQLITE_FILE
 from tests.support.build import Build
 from tests.support.cli import clean_env, metabundle_command
@@ -47,17 +46,6 @@ def sqlite_db(release_path: Path) -> Iterator[sqlite3.Connection]:
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"  # module scope: one event loop, and one instance, per test module
-
-
-@pytest.fixture(scope="module")
-async def datasette(release_path: Path) -> AsyncIterator[Datasette]:
-    """The instance ``metabundle datasette`` serves, started in-process."""
-    instance = make_datasette(release_path)
-    await instance.invoke_startup()
-    yield instance
-    for database in instance.databases.values():
-        database.close()
-    instance.executor.shutdown(wait=False)
 
 
 async def get_json(datasette: Datasette, path: str, status: int = 200) -> Any:

@@ -12,8 +12,7 @@ return the identical payload.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,11 +21,16 @@ from datasette.app import Datasette
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.index.ann import clip_cosine
 from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import ATHENA_TERMS
 from metabundle.search.tools import TOOLS, all_tools, call_tool
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope, as the module-scoped datasette fixture needs
+
 
 SYNTHETIC_CONSENT = "phs001985.v1.p1/phv00427201.v1.p1"  # labels and var_report counts
 AREDS_CONSENT = "phs000001.v1.p1/phv00000002.v1.p1"  # labels, no variable report
@@ -43,21 +47,6 @@ ADAPTER_CALLS = [
     ("concept_ground", {"query": "type 2 diabetes", "limit": 3}),
     ("run_sql", {"sql": BAD_COLUMN_SQL}),
 ]
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-async def datasette(release_path: Path) -> AsyncIterator[Datasette]:
-    instance = make_datasette(release_path)
-    await instance.invoke_startup()
-    yield instance
-    for database in instance.databases.values():
-        database.close()
-    instance.executor.shutdown(wait=False)
 
 
 @pytest.fixture
