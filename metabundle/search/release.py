@@ -29,6 +29,9 @@ from metabundle.search.sql_guard import first_line
 from metabundle.search.sql_pool import SqlWorkers
 
 QUERY_VECTORS_KEPT = 64
+UNRELATED_PAIRS = 4000
+UNRELATED_SHARE = 0.001
+UNRELATED_SEED = 20261201
 
 DUCKDB_FILE = "metabundle.duckdb"
 
@@ -142,6 +145,19 @@ class Release:
     def vectors(self) -> np.ndarray | None:
         path = self.path / "ann" / "vectors.npy"
         return load_vectors(self._checked_file(path)) if path.exists() else None
+
+    @cached_property
+    def unrelated_cosine(self) -> float | None:
+        """The cosine that only the closest :data:`UNRELATED_SHARE` of random pairs of
+        this release's documents reach: a query whose best match is no closer has found
+        nothing the model tells apart from chance. A fixed seed keeps it reproducible."""
+        vectors = self.vectors
+        if vectors is None or len(vectors) < 2:
+            return None
+        rng = np.random.default_rng(UNRELATED_SEED)
+        left, right = (rng.integers(0, len(vectors), UNRELATED_PAIRS) for _ in range(2))
+        cosines = np.einsum("ij,ij->i", vectors[left], vectors[right])
+        return float(np.quantile(cosines, 1.0 - UNRELATED_SHARE))
 
     def ann_index(self, source: str) -> AnnIndex | None:
         """The memory-mapped ANN index of ``source`` (None when it has none)."""

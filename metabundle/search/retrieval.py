@@ -29,6 +29,11 @@ from metabundle.search.release import Release
 Method = Literal["keyword", "semantic", "hybrid"]
 METHODS: tuple[str, ...] = ("keyword", "semantic", "hybrid")
 RRF_K = 60
+LOW_CONFIDENCE_RULE = (
+    "no keyword term of the query matches, and the best cosine is below what the closest "
+    "0.1 % of random pairs of this release's documents reach: the results are not known "
+    "to be related to the query"
+)
 MIN_POOL = 50
 MAX_POOL = 1000
 
@@ -89,9 +94,12 @@ class Retrieval:
     degraded: bool = False
     degraded_reason: str | None = None
     candidates: dict[str, int] = field(default_factory=dict)
+    low_confidence: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "low_confidence": self.low_confidence,
+            **({"low_confidence_rule": LOW_CONFIDENCE_RULE} if self.low_confidence else {}),
             "method": self.method,
             "effective_method": self.effective_method,
             "embedding_provider": self.embedding_provider,
@@ -324,7 +332,27 @@ def rank(
             hit.score = max(hit.score, best)  # first, and never below a hit after it
         exact_set = set(exact)
         ordered = exact_hits + [h for h in ordered if h.docno not in exact_set]
+    retrieval.low_confidence = not any(h.exact for h in ordered) and unmatched(
+        release, query, mask, keyword if method != "semantic" else None, semantic
+    )
     return ordered[:limit], retrieval
+
+
+def unmatched(
+    release: Release,
+    query: str,
+    mask: np.ndarray | None,
+    keyword: list[tuple[int, float]] | None,
+    semantic: list[tuple[int, float]],
+) -> bool:
+    """:data:`LOW_CONFIDENCE_RULE`: no keyword term of ``query`` matches and the best
+    cosine is no closer than unrelated documents of the release are to each other."""
+    matched = keyword if keyword is not None else keyword_candidates(release, query, mask, 1)
+    if matched:
+        return False
+    threshold = release.unrelated_cosine
+    best = max((score for _docno, score in semantic), default=None)
+    return best is None or threshold is None or best < threshold
 
 
 def interleave_sources(ranked: dict[str, list[Hit]]) -> list[Hit]:

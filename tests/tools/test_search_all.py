@@ -144,3 +144,37 @@ def test_cli_call_returns_any_tool_payload(mirror_build: Build, release: Release
     )
     assert missing.returncode == 1
     assert json.loads(missing.stdout)["error"]["code"] == "not_found"
+
+
+NONSENSE = "xqzvbn plorf"
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("search_all", {}),
+        ("search_ukb_fields", {}),
+        ("search_idc", {}),
+        ("search_aou_catalog", {}),
+        ("search_dbgap_catalog", {"study_id": "phs000286.v6.p2"}),
+    ],
+)
+def test_a_query_that_matches_nothing_says_so(
+    release: Release, tool: str, arguments: dict[str, str]
+) -> None:
+    payload = call_tool(release, tool, {"query": NONSENSE, **arguments})
+    retrieval = payload["retrieval"]
+    assert retrieval["low_confidence"] is True
+    assert "random pairs" in retrieval["low_confidence_rule"]
+
+
+@pytest.mark.parametrize("query", ["heart attack", "21001", "body mass index"])
+def test_a_query_that_matches_is_not_low_confidence(release: Release, query: str) -> None:
+    retrieval = call_tool(release, "search_all", {"query": query})["retrieval"]
+    assert retrieval["low_confidence"] is False and "low_confidence_rule" not in retrieval
+
+
+def test_the_unrelated_cosine_comes_from_the_release_itself(release: Release) -> None:
+    threshold = release.unrelated_cosine
+    assert threshold is not None and 0.0 < threshold < 1.0
+    assert release.unrelated_cosine == threshold  # seeded: the same every time

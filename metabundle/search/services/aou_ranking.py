@@ -56,6 +56,7 @@ from metabundle.search.retrieval import (
     keyword_candidates,
     mask_from_sql,
     semantic_or_degrade,
+    unmatched,
 )
 
 SOURCE = "aou"
@@ -362,6 +363,9 @@ def candidate_lists(
     retrieval.candidates = {name: len(pairs) for name, pairs in lists.items()}
     if method != "semantic":
         retrieval.candidates["exact"] = len(exact)
+    retrieval.low_confidence = not exact and unmatched(
+        release, query, mask, lists.get("keyword"), lists.get("semantic", [])
+    )
     return exact, lists, retrieval
 
 

@@ -221,6 +221,7 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
     rows: dict[int, dict[str, Any]] = {}
     collapsed: dict[int, int] = {}
     candidates: dict[str, int] = {}  # summed over the sources
+    confident = False  # some source matched the query
     retrieval = None
     for source in params.sources or available:
         mask = combine(source_mask(release, [source]), kinds_mask)
@@ -232,6 +233,7 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
             limit=params.limit * DIVERSITY_POOL,
             fusion=RRF,
         )
+        confident = confident or not retrieval.low_confidence
         for signal, count in retrieval.candidates.items():
             candidates[signal] = candidates.get(signal, 0) + count
         rows.update(documents(release, [h.docno for h in hits]))
@@ -239,6 +241,7 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
         collapsed.update(versions)
     assert retrieval is not None  # a release has at least one source
     retrieval.candidates = candidates
+    retrieval.low_confidence = not confident
     kept = interleave_sources(ranked)[: params.limit]
     results = []
     for position, hit in enumerate(kept, start=1):
