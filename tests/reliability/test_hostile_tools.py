@@ -29,7 +29,9 @@ def check_payload(name: str, arguments: Any, payload: Any) -> str | None:
     where = f"{name}({arguments!r:.300})"
     assert isinstance(payload, dict), f"{where} returned {type(payload).__name__}"
     text = json.dumps(payload, allow_nan=False)  # valid JSON: no NaN/Infinity, no objects
-    assert not any(marker in text for marker in STACK_MARKERS), f"{where} leaked a stack trace"
+    asked = json.dumps(arguments, default=str)  # an answer may quote the argument it refuses
+    leaked = [m for m in STACK_MARKERS if m in text and m not in asked]
+    assert not leaked, f"{where} leaked a stack trace ({leaked[0]!r})"
     if "error" in payload:
         error = payload["error"]
         assert set(payload) == {"error"}, f"{where}: an error payload carries more keys"
