@@ -3,7 +3,7 @@
 Every fetched file is keyed by its mirror path, so mirroring is fetching each
 source with the public URLs and copying each file to ``DIR/<mirror path>``. The
 result can be served by any static web server and passed to ``--upstream``.
-Imaging Data Commons needs no mirror: its data ship in the ``idc-index-data`` package.
+Files an installed package ships (most Imaging Data Commons indices) are not copied.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from metabundle.config import BuildSettings
 from metabundle.errors import ConfigError
 from metabundle.sources.steps import fetch_source
 
-PACKAGED_SOURCES = frozenset({"idc"})
-
 
 def mirror_sources(
     settings: BuildSettings, destination: Path, report: Callable[[str], None]
@@ -29,16 +27,14 @@ def mirror_sources(
         raise ConfigError(f"Cannot create --to folder {destination}: {error.strerror}") from None
     copied: dict[str, int] = {}
     for name in settings.sources:
-        if name in PACKAGED_SOURCES:
-            report(f"{name}: comes from an installed package, nothing to mirror")
-            continue
         snapshot = fetch_source(name, settings, lambda text, n=name: report(f"{n}: {text}"))
-        for raw in snapshot.files:
+        fetched = [raw for raw in snapshot.files if not raw.packaged]
+        for raw in fetched:
             target = destination / raw.key
             target.parent.mkdir(parents=True, exist_ok=True)
             temp = target.with_name(target.name + ".part")
             shutil.copyfile(raw.path, temp)
             temp.replace(target)
-        copied[name] = len(snapshot.files)
-        report(f"{name}: {len(snapshot.files)} files mirrored")
+        copied[name] = len(fetched)
+        report(f"{name}: {len(fetched)} files mirrored")
     return copied

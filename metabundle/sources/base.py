@@ -45,6 +45,8 @@ class RawFile:
     size: int
     fetched_at: str
     reused: bool = False
+    packaged: bool = False
+    """An installed package's file (not fetched, so not mirrored)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class FetchContext:
 
     def add_local(self, key: str, path: Path, sha256: str, fetched_at: str) -> RawFile:
         """Record an input that is already on disk (an installed package's file)."""
-        raw = RawFile(key, path.as_uri(), path, sha256, path.stat().st_size, fetched_at, True)
+        raw = RawFile(key, path.as_uri(), path, sha256, path.stat().st_size, fetched_at, True, True)
         self.files.append(raw)
         return raw
 

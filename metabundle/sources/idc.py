@@ -1,8 +1,10 @@
 """NCI Imaging Data Commons, read from the Parquet indices of ``idc-index-data``.
 
-No network and no idc-index client: the installed package *is* the upstream
-snapshot. Its data version (v25 for idc-index-data 25.x) is recorded as the source's
-upstream version.
+The installed package is the upstream snapshot of the indices it ships; its data
+version (v25 for idc-index-data 25.x) is recorded as the source's upstream version.
+The indices it only describes (the specialized ``<modality>_index`` tables and
+``clinical_index``) and the clinical tables are fetched like any upstream file
+(:mod:`.idc_indices`); a build without them succeeds and its coverage says so.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import idc_index_data
 
 from metabundle.db import connect
 from metabundle.digest import sha256_file
+from metabundle.schemas.idc_indices import INDEX_TABLES
 from metabundle.sources.base import (
     CoverageContext,
     FetchContext,
@@ -27,6 +30,7 @@ from metabundle.sources.base import (
     coverage_block,
     left_out,
 )
+from metabundle.sources.idc_indices import CLINICAL_PREFIX, fetch_unshipped, parse_unshipped
 
 NAME = "idc"
 INDICES = (
@@ -62,10 +66,12 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
         ).fetchall()
     data_version = f"v{versions[0][0]}" if versions[0][0] is not None else None
     installed = package_version("idc-index-data")
+    missing = fetch_unshipped(ctx, data_version)
     return ctx.snapshot(
         upstream_version=data_version,
-        details={"package": "idc-index-data", "package_version": installed},
-        upstream=f"idc-index-data {installed} (installed Python package)",
+        details={"package": "idc-index-data", "package_version": installed, "missing": missing},
+        upstream=f"idc-index-data {installed} (installed Python package) and "
+        f"{ctx.upstream.describe()}",
     )
 
 
@@ -101,6 +107,7 @@ def parse(ctx: ParseContext) -> None:
     ctx.write("idc_series", con.read_parquet(str(files["idc_index"])))
     ctx.write("idc_version", con.read_parquet(str(files["version_metadata_index"])))
     ctx.write("idc_prior_version", con.read_parquet(str(files["prior_versions_index"])))
+    parse_unshipped(ctx)
 
 
 def search_docs(ctx: SearchDocContext) -> duckdb.DuckDBPyRelation:
@@ -135,44 +142,55 @@ def search_docs(ctx: SearchDocContext) -> duckdb.DuckDBPyRelation:
 
 
 UNSHIPPED_REMEDY = (
-    "not loaded by this metabundle version: idc-index-data describes these indices but "
-    "ships no Parquet for them (idc-index fetches them on demand)"
+    "fetched from the idc-index-data release of the installed version and IDC's public "
+    "clinical export; build with network access, or copy them into the --upstream "
+    "mirror with `metabundle mirror --sources idc`"
 )
 
 
-def unshipped_indices() -> list[str]:
-    """Indices the installed package describes but ships without their Parquet."""
-    return sorted(
-        name
-        for name, meta in idc_index_data.INDEX_METADATA.items()
-        if not isinstance(meta.get("parquet_filepath"), Path)
-    )
-
-
 def coverage(ctx: CoverageContext) -> dict[str, Any]:
-    """Every index the package ships; the ones it only describes are left out."""
+    """Every index the package ships, and which of the ones it only describes (and
+    which clinical tables) the build could fetch."""
     counts = {
         "collections": ctx.count("SELECT count(*) FROM idc_collection"),
         "series": ctx.count("SELECT count(*) FROM idc_series"),
         "analysis_results": ctx.count("SELECT count(*) FROM idc_analysis_result"),
         "prior_series_versions": ctx.count("SELECT count(*) FROM idc_prior_version"),
         "data_versions": ctx.count("SELECT count(*) FROM idc_version"),
+        "clinical_tables": ctx.count(
+            "SELECT count(DISTINCT short_table_name) FROM idc_clinical_value"
+        ),
     }
-    missing = unshipped_indices()
-    gaps = (
-        [left_out(f"{len(missing)} indices: {', '.join(missing)}", UNSHIPPED_REMEDY, len(missing))]
-        if missing
-        else []
-    )
+    missing: dict[str, str] = dict(ctx.snapshot.details.get("missing") or {})
+    indices = [name for name in INDEX_TABLES if name not in missing]
+    counts["index_rows"] = {
+        name: ctx.count(f"SELECT count(*) FROM {INDEX_TABLES[name].name}") for name in indices
+    }
+    absent = sorted(name for name in missing if not name.startswith(CLINICAL_PREFIX))
+    clinical = sorted(name for name in missing if name.startswith(CLINICAL_PREFIX))
+    gaps = []
+    if absent:
+        gaps.append(
+            left_out(f"{len(absent)} indices: {', '.join(absent)}", UNSHIPPED_REMEDY, len(absent))
+        )
+    if clinical:
+        shown = ", ".join(name.removeprefix(CLINICAL_PREFIX) for name in clinical[:10])
+        more = f" and {len(clinical) - 10} more" if len(clinical) > 10 else ""
+        gaps.append(
+            left_out(
+                f"{len(clinical)} clinical tables: {shown}{more}", UNSHIPPED_REMEDY, len(clinical)
+            )
+        )
+    loaded = [*INDICES, *indices]
     summary = (
-        f"every index idc-index-data {ctx.snapshot.details.get('package_version')} ships "
-        f"({', '.join(INDICES)}): {counts['series']:,} series in "
+        f"{len(loaded)} of {len(INDICES) + len(INDEX_TABLES)} indices of idc-index-data "
+        f"{ctx.snapshot.details.get('package_version')}: {counts['series']:,} series in "
         f"{counts['collections']} collections"
     )
     return coverage_block(
         selection="all",
         summary=summary,
-        counts={**counts, "indices_loaded": list(INDICES)},
+        counts={**counts, "indices_loaded": loaded, "indices_missing": absent},
         left_out=gaps,
     )
 
@@ -187,10 +205,12 @@ SOURCE = SourceSpec(
         "idc_series",
         "idc_version",
         "idc_prior_version",
+        *(table.name for table in INDEX_TABLES.values()),
+        "idc_clinical_value",
     ),
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
     coverage=coverage,
-    version="2",  # 2: prior_versions_index loaded
+    version="3",  # 3: the unshipped indices and the clinical tables
 )
