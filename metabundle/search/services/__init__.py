@@ -12,6 +12,7 @@ from metabundle.search.services import (  # noqa: F401
     dbgap_variable,
     idc,
     idc_cohort,
+    idc_indices,
     idc_urls,
     omop,
     ukb,

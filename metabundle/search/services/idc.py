@@ -43,6 +43,7 @@ from metabundle.search.services.idc_filters import (
     is_numeric,
     resolve_attribute,
 )
+from metabundle.search.services.idc_indices import index_attribute_values
 from metabundle.search.tools import tool
 
 Text = Annotated[str, StringConstraints(max_length=200)]
@@ -63,7 +64,7 @@ ATTRIBUTES_NOTE = (
     "before concluding it does not exist. Collection-level properties (cancer type, "
     "tumor location, species) are found with list_collections. The full IDC index names "
     "its specialized tables <modality>_index (ct_index, mr_index, sm_index, seg_index, "
-    "rtstruct_index, ...); this release holds only the main index."
+    "rtstruct_index, ...): list_index_attributes has their columns, which filter too."
 )
 
 
@@ -545,7 +546,10 @@ class AttributeValuesParams(Params):
     attribute: Annotated[
         str,
         StringConstraints(min_length=1, max_length=100),
-        Field(description="An attribute name from list_attributes, e.g. Modality."),
+        Field(
+            description="An attribute from list_attributes or list_index_attributes, e.g. "
+            "Modality or SegmentedPropertyType_CodeMeanings."
+        ),
     ]
     limit: Annotated[int, clamp(1, 500), Field(description="Values to return, 1..500.")] = 50
     contains: Annotated[
@@ -572,7 +576,12 @@ class AttributeValuesParams(Params):
 )
 def get_attribute_values(release: Release, params: AttributeValuesParams) -> dict[str, Any]:
     require_idc(release)
-    column = resolve_attribute(params.attribute, "attribute")
+    attribute = resolve_attribute(params.attribute, "attribute")
+    if attribute.index:
+        return index_attribute_values(
+            release, attribute, params.filters, params.contains, params.limit
+        )
+    column = attribute.column
     selection = compile_filters(release, params.filters)
     name = quote_identifier(column.name)
     where, args = selection.where, list(selection.params)

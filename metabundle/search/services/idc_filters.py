@@ -1,8 +1,12 @@
 """Structured filters over ``idc_series`` (one row per DICOM series).
 
-A filter maps an attribute (a column of ``idc_series`` in the schema registry) to a list
-of values (``null`` matches a missing value) or, for numeric columns, to a range
-``{"min": .., "max": ..}``. Filters are ANDed; the values of one attribute are ORed.
+A filter maps an attribute to a list of values (``null`` matches a missing value) or,
+for numeric and date columns, to a range ``{"min": .., "max": ..}`` (dates as ISO
+``YYYY-MM-DD``). Filters are ANDed; the values of one attribute are ORed. An attribute
+is a column of ``idc_series`` or of a specialized index (``seg_index.AlgorithmName``,
+or unqualified where only one index has the column): it keeps the series the index
+describes, and for ``seg_index``, ``rtstruct_index`` and ``ann_index`` also the series
+they segment or annotate, so ``Modality`` then chooses between the two.
 
 Safety: column names come only from the registry's whitelist and are quoted; every
 value is a bound parameter, so a value such as ``x' OR '1'='1`` is just a string that
@@ -14,14 +18,16 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
 
 from metabundle.schemas import quote_identifier
 from metabundle.schemas.idc import IDC_COLLECTION, IDC_SERIES
-from metabundle.schemas.model import Column, ColumnType
-from metabundle.search.errors import invalid
+from metabundle.schemas.idc_indices import INDEX_TABLES
+from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.search.errors import invalid, not_found
 from metabundle.search.release import Release
 
 MAX_ATTRIBUTES = 20
@@ -30,12 +36,33 @@ NUMERIC_TYPES = frozenset(
     {ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT32, ColumnType.FLOAT64}
 )
 COLUMNS: dict[str, Column] = {c.name: c for c in IDC_SERIES.columns}
+SERIES_INDICES: dict[str, Table] = {
+    name: table for name, table in INDEX_TABLES.items() if name != "clinical_index"
+}
+"""The specialized indices keyed by series, whose columns are filter attributes."""
+REFERENCE_COLUMNS = {
+    "seg_index": "segmented_SeriesInstanceUID",
+    "rtstruct_index": "referenced_SeriesInstanceUID",
+    "ann_index": "referenced_SeriesInstanceUID",
+}
+"""The column naming the series a derived series segments or annotates."""
+SUB_SERIES_INDICES = ("sm_instance_index", "ann_group_index")
+"""Indices with several rows per series; a bare column name prefers a series-level one."""
+INDEX_COLUMNS: dict[str, list[str]] = {}
+for _index, _table in SERIES_INDICES.items():
+    for _column in _table.columns:
+        if _column.name != "SeriesInstanceUID":
+            INDEX_COLUMNS.setdefault(_column.name, []).append(_index)
 
 BODY_PART_NOTE = (
     "BodyPartExamined describes the source acquisition; for derived series (SEG, "
     "RTSTRUCT) it is not the segmented anatomy, which lives in seg_index "
-    "(SegmentedPropertyType_CodeMeanings) and rtstruct_index of the full IDC index - "
-    "tables this release does not hold."
+    "(SegmentedPropertyType_CodeMeanings) and rtstruct_index (ROINames): call "
+    "get_attribute_values on those and filter build_cohort with them."
+)
+INDEX_NOTE = (
+    "A seg_index, rtstruct_index or ann_index criterion keeps the derived series and the "
+    "series they segment or annotate; add Modality (e.g. CT, or SEG) to keep one side."
 )
 ANALYSIS_NOTE = (
     "Analysis-result series (segmentations, annotations) share the collection_id of the "
@@ -43,13 +70,14 @@ ANALYSIS_NOTE = (
 )
 
 MAX_VALUE_CHARS = 1000
-SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "null"]}
+SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
+BOUND_SCHEMA: dict[str, Any] = {"type": ["number", "string"]}
 FILTER_VALUE_SCHEMA: dict[str, Any] = {
     "anyOf": [
         {"type": "array", "items": SCALAR_SCHEMA, "minItems": 1, "maxItems": MAX_VALUES},
         {
             "type": "object",
-            "properties": {"min": {"type": "number"}, "max": {"type": "number"}},
+            "properties": {"min": BOUND_SCHEMA, "max": BOUND_SCHEMA},
             "additionalProperties": False,
         },
         SCALAR_SCHEMA,
@@ -59,21 +87,35 @@ FILTER_VALUE_SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class RangeFilter:
-    """A numeric range; either bound may be omitted (both are inclusive)."""
+    """A numeric or ISO date range; either bound may be omitted (both are inclusive)."""
 
-    min: float | None = None
-    max: float | None = None
+    min: float | str | None = None
+    max: float | str | None = None
 
-    def echo(self) -> dict[str, float]:
+    def echo(self) -> dict[str, float | str]:
         return {k: v for k, v in (("min", self.min), ("max", self.max)) if v is not None}
+
+    @property
+    def is_date(self) -> bool:
+        return isinstance(self.min, str) or isinstance(self.max, str)
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _is_date(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return len(value) == 10
+
+
 def _scalar(value: Any) -> Any:
-    if value is None or _is_number(value):
+    if value is None or _is_number(value) or isinstance(value, bool):
         return value
     if isinstance(value, str):
         if len(value) > MAX_VALUE_CHARS:
@@ -86,8 +128,11 @@ def _range(raw: dict[Any, Any]) -> RangeFilter:
     if not raw or set(raw) - {"min", "max"}:
         raise ValueError('a range is {"min": number, "max": number} (either may be omitted)')
     bounds = [raw.get("min"), raw.get("max")]
-    if not all(b is None or _is_number(b) for b in bounds) or bounds == [None, None]:
-        raise ValueError("range bounds min and max must be numbers")
+    given = [b for b in bounds if b is not None]
+    if not given or not (all(map(_is_number, given)) or all(map(_is_date, given))):
+        raise ValueError(
+            "range bounds min and max must be numbers, or ISO dates (YYYY-MM-DD) for dates"
+        )
     low, high = bounds
     if low is not None and high is not None and low > high:
         raise ValueError("range min is greater than max")
@@ -113,11 +158,13 @@ Filters = Annotated[
         max_length=MAX_ATTRIBUTES,
         description=(
             "Attribute -> list of values (ORed; null matches a missing value) or, for "
-            "numeric attributes, a range {min, max}. Attributes are idc_series columns "
-            "from list_attributes (e.g. Modality, BodyPartExamined, collection_id, "
-            "analysis_result_id, series_size_MB); values are case-sensitive - take them "
-            'from get_attribute_values. Example: {"Modality": ["CT"], '
-            '"BodyPartExamined": ["CHEST"], "instanceCount": {"min": 100}}.'
+            "numeric and date attributes, a range {min, max} (dates YYYY-MM-DD). "
+            "Attributes: idc_series columns from list_attributes, or specialized-index "
+            "columns from list_index_attributes (e.g. seg_index.SegmentedPropertyType_"
+            "CodeMeanings, mr_index.SliceThickness); values are case-sensitive - take "
+            'them from get_attribute_values. Example: {"Modality": ["CT"], '
+            '"SegmentedPropertyType_CodeMeanings": ["Liver"], "StudyDate": {"min": '
+            '"2010-01-01"}}.'
         ),
     ),
 ]
@@ -146,11 +193,80 @@ def is_numeric(column: Column) -> bool:
     return column.type in NUMERIC_TYPES
 
 
-def resolve_attribute(name: str, parameter: str = "filters") -> Column:
-    """The ``idc_series`` column called ``name``, or an ``invalid_request`` that routes."""
+@dataclass(frozen=True)
+class Attribute:
+    """A filterable column: of ``idc_series`` (``index`` None) or of a specialized index."""
+
+    column: Column
+    index: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The name filters echo: qualified for an index column (``seg_index.X``)."""
+        return f"{self.index}.{self.column.name}" if self.index else self.column.name
+
+    @property
+    def table(self) -> Table:
+        return SERIES_INDICES[self.index] if self.index else IDC_SERIES
+
+    @property
+    def is_list(self) -> bool:
+        return self.column.type is ColumnType.STRING_LIST
+
+    @property
+    def is_date(self) -> bool:
+        return self.column.type is ColumnType.STRING and self.column.name.endswith("Date")
+
+    def values_sql(self) -> str:
+        """One row per value of the attribute (list elements unnested), as ``v``, with
+        the row's ``SeriesInstanceUID``."""
+        name = quote_identifier(self.column.name)
+        value = f"unnest({name})" if self.is_list else name
+        return f"SELECT SeriesInstanceUID, {value} AS v FROM {self.table.name}"
+
+
+def _qualified(name: str, parameter: str) -> Attribute:
+    index, _, column = name.partition(".")
+    index = index.removeprefix("idc_")
+    if index not in SERIES_INDICES:
+        raise invalid(
+            f"{parameter}: unknown index {index!r} in {name!r}; the specialized indices are "
+            f"{', '.join(SERIES_INDICES)} (list_index_attributes has their columns).",
+            suggestions=difflib.get_close_matches(index, list(SERIES_INDICES), n=3, cutoff=0.5),
+        )
+    names = [c.name for c in SERIES_INDICES[index].columns if c.name != "SeriesInstanceUID"]
+    if column not in names:
+        raise invalid(
+            f"{parameter}: {index} has no attribute {column!r}; call list_index_attributes "
+            f"with index {index!r}.",
+            suggestions=[
+                f"{index}.{c}" for c in difflib.get_close_matches(column, names, n=5, cutoff=0.5)
+            ],
+        )
+    return Attribute(SERIES_INDICES[index].column(column), index)
+
+
+def resolve_attribute(name: str, parameter: str = "filters") -> Attribute:
+    """The attribute called ``name``, or an ``invalid_request`` that routes."""
     if name in COLUMNS:
-        return COLUMNS[name]
-    by_case = [c for c in COLUMNS if c.lower() == name.lower()]
+        return Attribute(COLUMNS[name])
+    if "." in name:
+        return _qualified(name, parameter)
+    if name in INDEX_COLUMNS:
+        indices = INDEX_COLUMNS[name]
+        series_level = [i for i in indices if i not in SUB_SERIES_INDICES]
+        if len(series_level) == 1:
+            indices = series_level
+        if len(indices) == 1:
+            return Attribute(SERIES_INDICES[indices[0]].column(name), indices[0])
+        options = [f"{index}.{name}" for index in indices]
+        raise invalid(
+            f"{parameter}: {name!r} is a column of several indices; name one of "
+            f"{', '.join(options)}.",
+            suggestions=options,
+        )
+    known = [*COLUMNS, *INDEX_COLUMNS]
+    by_case = [c for c in known if c.lower() == name.lower()]
     if by_case:
         raise invalid(
             f"{parameter}: unknown attribute {name!r}; attribute names are case-sensitive - "
@@ -164,24 +280,47 @@ def resolve_attribute(name: str, parameter: str = "filters") -> Column:
             "filter on collection_id.",
             suggestions=["collection_id"],
         )
-    suggestions = difflib.get_close_matches(name, list(COLUMNS), n=5, cutoff=0.5)
+    suggestions = difflib.get_close_matches(name, known, n=5, cutoff=0.5)
     raise invalid(
-        f"{parameter}: unknown attribute {name!r}; call list_attributes for the filterable "
-        "attributes, and list_tables when a property is not among them.",
+        f"{parameter}: unknown attribute {name!r}; call list_attributes and "
+        "list_index_attributes for the filterable attributes, and list_tables when a "
+        "property is not among them.",
         suggestions=suggestions,
     )
 
 
-def _values(column: Column, raw: list[Any]) -> list[Any]:
+def require_loaded(release: Release, attribute: Attribute) -> None:
+    """Refuse an attribute of an index this release could not fetch."""
+    if attribute.index is None:
+        return
+    details = release.manifest["sources"]["idc"].get("details") or {}
+    if attribute.index in (details.get("missing") or {}):
+        raise not_found(
+            f"{attribute.index} is not in this release (its build could not fetch it), so "
+            f"{attribute.name} cannot be queried.",
+            reason="not_in_release",
+            remedy="rebuild with network access or with the index in the --upstream mirror",
+        )
+
+
+def _values(attribute: Attribute, raw: list[Any]) -> list[Any]:
     """The values of a list filter, converted to the column's kind and deduplicated."""
+    column = attribute.column
     if not raw:
-        raise invalid(f"filters: {column.name} needs at least one value.")
+        raise invalid(f"filters: {attribute.name} needs at least one value.")
+    if column.type is ColumnType.JSON:
+        raise invalid(
+            f"filters: {attribute.name} holds lists of numbers and cannot be filtered; "
+            "use run_sql for it."
+        )
     converted: list[Any] = []
     for value in raw:
         if value is None:
             item: Any = None
         elif is_numeric(column):
-            item = _number(column, value)
+            item = _number(attribute, value)
+        elif column.type is ColumnType.BOOL:
+            item = _boolean(attribute, value)
         else:
             item = str(value)
         if item not in converted:
@@ -189,56 +328,86 @@ def _values(column: Column, raw: list[Any]) -> list[Any]:
     return converted
 
 
-def _number(column: Column, value: Any) -> int | float:
+def _number(attribute: Attribute, value: Any) -> int | float:
     """A numeric filter value; numeric strings such as ``"25"`` are accepted."""
-    if isinstance(value, int | float):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return value
     for kind in (int, float):
         try:
             return kind(value)
-        except ValueError:
+        except (TypeError, ValueError):
             continue
-    raise invalid(f"filters: {column.name} is numeric; {value!r} is not a number.")
+    raise invalid(f"filters: {attribute.name} is numeric; {value!r} is not a number.")
 
 
-def _list_condition(column: Column, values: list[Any], params: list[Any]) -> str:
-    name = quote_identifier(column.name)
+def _boolean(attribute: Attribute, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise invalid(f"filters: {attribute.name} is true or false; {value!r} is neither.")
+
+
+def _sql_list_type(column: Column) -> str:
+    if is_numeric(column):
+        return "DOUBLE[]"
+    return "BOOLEAN[]" if column.type is ColumnType.BOOL else "VARCHAR[]"
+
+
+def _list_condition(attribute: Attribute, values: list[Any], params: list[Any]) -> str:
+    name = quote_identifier(attribute.column.name)
     present = [v for v in values if v is not None]
     parts = []
     if present:
-        cast = "DOUBLE[]" if is_numeric(column) else "VARCHAR[]"
-        parts.append(f"{name} IN (SELECT unnest(?::{cast}))")
+        cast = _sql_list_type(attribute.column)
+        if attribute.is_list:
+            parts.append(f"list_has_any({name}, ?::VARCHAR[])")
+        else:
+            parts.append(f"{name} IN (SELECT unnest(?::{cast}))")
         params.append(present)
     if None in values:
-        parts.append(f"{name} IS NULL")
+        parts.append(
+            f"({name} IS NULL OR len({name}) = 0)" if attribute.is_list else f"{name} IS NULL"
+        )
     return "(" + " OR ".join(parts) + ")"
 
 
-def _range_condition(column: Column, bounds: RangeFilter, params: list[Any]) -> str:
-    if not is_numeric(column):
-        raise invalid(f"filters: {column.name} is text, so it takes a list of values, not a range.")
-    name = quote_identifier(column.name)
+def _range_condition(attribute: Attribute, bounds: RangeFilter, params: list[Any]) -> str:
+    name = quote_identifier(attribute.column.name)
+    if bounds.is_date:
+        if not attribute.is_date:
+            raise invalid(
+                f"filters: {attribute.name} is not a date; a date range (YYYY-MM-DD) applies "
+                "to StudyDate and SeriesDate."
+            )
+        value, cast = f"TRY_CAST({name} AS DATE)", "::DATE"
+    elif is_numeric(attribute.column):
+        value, cast = name, ""
+    else:
+        kind = "a date, so its range bounds are YYYY-MM-DD" if attribute.is_date else "text"
+        raise invalid(
+            f"filters: {attribute.name} is {kind}"
+            + ("." if attribute.is_date else ", so it takes a list of values, not a range.")
+        )
     parts = []
-    if bounds.min is not None:
-        parts.append(f"{name} >= ?")
-        params.append(float(bounds.min))
-    if bounds.max is not None:
-        parts.append(f"{name} <= ?")
-        params.append(float(bounds.max))
+    for operator, bound in ((">=", bounds.min), ("<=", bounds.max)):
+        if bound is not None:
+            parts.append(f"{value} {operator} ?{cast}")
+            params.append(bound if bounds.is_date else float(bound))
     return "(" + " AND ".join(parts) + ")"
 
 
-def _unmatched_warnings(release: Release, column: Column, values: list[Any]) -> list[str]:
+def _unmatched_warnings(release: Release, attribute: Attribute, values: list[Any]) -> list[str]:
     """Warnings for values that match no series at all, naming case variants that do."""
     present = [v for v in values if v is not None]
     if not present:
         return []
-    name = quote_identifier(column.name)
-    cast = "DOUBLE[]" if is_numeric(column) else "VARCHAR[]"
+    cast = _sql_list_type(attribute.column)
     found = {
         row[0]
         for row in release.query(
-            f"SELECT DISTINCT {name} FROM idc_series WHERE {name} IN (SELECT unnest(?::{cast}))",
+            f"SELECT DISTINCT v FROM ({attribute.values_sql()}) "
+            f"WHERE v IN (SELECT unnest(?::{cast}))",
             [present],
         )
     }
@@ -246,10 +415,10 @@ def _unmatched_warnings(release: Release, column: Column, values: list[Any]) -> 
     if not missing:
         return []
     variants: dict[str, list[str]] = {}
-    if not is_numeric(column):
+    if cast == "VARCHAR[]":
         rows = release.query(
-            f"SELECT DISTINCT {name} FROM idc_series "
-            f"WHERE lower({name}) IN (SELECT lower(unnest(?::VARCHAR[]))) ORDER BY 1",
+            f"SELECT DISTINCT v FROM ({attribute.values_sql()}) "
+            "WHERE lower(v) IN (SELECT lower(unnest(?::VARCHAR[]))) ORDER BY 1",
             [missing],
         )
         for (actual,) in rows:
@@ -260,31 +429,52 @@ def _unmatched_warnings(release: Release, column: Column, values: list[Any]) -> 
         if spelled:
             options = ", ".join(repr(s) for s in spelled)
             warnings.append(
-                f"{column.name} value {value!r} matches no series because values are "
+                f"{attribute.name} value {value!r} matches no series because values are "
                 f"case-sensitive; use {options}."
             )
         else:
             warnings.append(
-                f"{column.name} value {value!r} matches no series; call get_attribute_values "
-                f"for {column.name}'s values."
+                f"{attribute.name} value {value!r} matches no series; call "
+                f"get_attribute_values for {attribute.name}'s values."
             )
     return warnings
+
+
+def _series_condition(attribute: Attribute, inner: str, inner_params: list[Any]) -> tuple:
+    """The condition on idc_series for a condition on the attribute's own table."""
+    if attribute.index is None:
+        return inner, inner_params
+    table = attribute.table.name
+    keys = f"SELECT SeriesInstanceUID FROM {table} WHERE {inner}"
+    params = list(inner_params)
+    reference = REFERENCE_COLUMNS.get(attribute.index)
+    if reference:
+        keys += f" UNION SELECT {reference} FROM {table} WHERE {inner}"
+        params += inner_params
+    return f"SeriesInstanceUID IN ({keys})", params
 
 
 def compile_filters(release: Release, filters: dict[str, Any] | None) -> Selection:
     """Validate ``filters`` against the registry and compile them to bound SQL."""
     selection = Selection()
     conditions: list[str] = []
-    for attribute, raw in (filters or {}).items():
-        column = resolve_attribute(attribute)
+    for name, raw in (filters or {}).items():
+        attribute = resolve_attribute(name)
+        require_loaded(release, attribute)
+        inner_params: list[Any] = []
         if isinstance(raw, RangeFilter):
-            conditions.append(_range_condition(column, raw, selection.params))
-            selection.applied[column.name] = raw.echo()
-            continue
-        values = _values(column, raw)
-        conditions.append(_list_condition(column, values, selection.params))
-        selection.applied[column.name] = values
-        selection.warnings += _unmatched_warnings(release, column, values)
+            inner = _range_condition(attribute, raw, inner_params)
+            selection.applied[attribute.name] = raw.echo()
+        else:
+            values = _values(attribute, raw)
+            inner = _list_condition(attribute, values, inner_params)
+            selection.applied[attribute.name] = values
+            selection.warnings += _unmatched_warnings(release, attribute, values)
+        condition, params = _series_condition(attribute, inner, inner_params)
+        conditions.append(condition)
+        selection.params += params
+        if attribute.index in REFERENCE_COLUMNS and INDEX_NOTE not in selection.notes:
+            selection.notes.append(INDEX_NOTE)
     if conditions:
         selection.where = " AND ".join(conditions)
     if "BodyPartExamined" in selection.applied:
