@@ -454,5 +454,33 @@ def call_command(tool: str | None, arguments: str | None, release_path: Path | N
         sys.exit(EXIT_USER_ERROR)
 
 
+@main.command("idc-manifest")
+@click.option("--filters", required=True, help="build_cohort filters as JSON.")
+@click.option("--provider", type=click.Choice(["aws", "gcs"]), default="aws", show_default=True)
+@click.option("--idc-version", type=int, help="An earlier IDC data version (e.g. 20).")
+@click.option("--release", "release_path", type=click.Path(path_type=Path), help=RELEASE_HELP)
+def idc_manifest(
+    filters: str, provider: str, idc_version: int | None, release_path: Path | None
+) -> None:
+    """Write the s5cmd manifest of every series an Imaging Data Commons selection
+    holds to standard output, streamed (get_cohort_urls pages the same selection)."""
+    from metabundle.release.location import find_release
+    from metabundle.search.errors import ToolError
+    from metabundle.search.release import Release
+    from metabundle.search.services.idc_urls import cohort_manifest
+
+    try:
+        parsed = json.loads(filters)
+    except json.JSONDecodeError as error:
+        message = f"--filters is not valid JSON ({error.msg} at column {error.colno})"
+        raise ConfigError(message) from None
+    with Release.open(find_release(release_path)) as opened:
+        try:
+            for line in cohort_manifest(opened, parsed, provider, idc_version):
+                click.echo(line)
+        except ToolError as error:
+            _fail(error.message)
+
+
 if __name__ == "__main__":
     main()

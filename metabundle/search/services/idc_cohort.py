@@ -34,6 +34,7 @@ from metabundle.search.services.idc_filters import (
     compile_filters,
     require_filters,
 )
+from metabundle.search.services.idc_manifest import download_block
 from metabundle.search.tools import tool
 
 DEFAULT_PAGE = 10
@@ -87,9 +88,10 @@ class BuildCohortParams(Params):
     "Select Imaging Data Commons series with structured filters (attribute -> values, "
     "or a {min, max} range for numeric attributes) and get distinct patient, study and "
     "series counts, instances, total size, breakdowns by modality and collection, and "
-    "a page of series rows. Call list_attributes and get_attribute_values first so "
-    "filters use real attributes and values; heed warnings (e.g. a value's case). Then "
-    "call get_cohort_urls for download manifests, get_citations and get_licenses.",
+    "a page of series rows, and the download commands. Call list_attributes and "
+    "get_attribute_values first so filters use real attributes and values; heed warnings "
+    "(e.g. a value's case). Then get_cohort_urls for paged links, get_citations and "
+    "get_licenses.",
     BuildCohortParams,
     GROUP,
 )
@@ -112,6 +114,7 @@ def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
         "by_collection": _grouped(release, selection, "collection_id", TOP_COLLECTIONS),
         "page": page_block(total, params.limit, params.offset, len(rows)),
         "series": rows,
+        "download": download_block(selection, ["aws"]),
         **selection.echo(),
     }
 

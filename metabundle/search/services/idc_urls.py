@@ -1,8 +1,8 @@
-"""Imaging Data Commons links: download manifests and URLs for a cohort, and viewer
-links for a study or series.
+"""Imaging Data Commons links: paged download prefixes and manifest commands for a
+cohort of any size, and viewer links for a study or series.
 
-The forms follow idc-index and the IDC portal: s5cmd manifest lines
-``cp s3://<bucket>/<crdc_series_uuid>/* .`` run against the AWS or Google Cloud
+The forms follow idc-index and the IDC portal: s5cmd series prefixes and manifest
+lines ``cp s3://<bucket>/<crdc_series_uuid>/* .`` run against the AWS or Google Cloud
 endpoint (both buckets are public, no sign-in), the ``idc`` command of idc-index, and
 the viewer URLs ``IDCClient.get_viewer_URL`` builds (OHIF v3 for radiology, SLIM for
 slide microscopy). Nothing is fetched: the links are built from the release.
@@ -10,7 +10,7 @@ slide microscopy). Nothing is fetched: the links are built from the release.
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -18,124 +18,92 @@ from pydantic import Field, StringConstraints
 
 from metabundle.search.errors import RESULT_TOO_LARGE, ToolError, invalid, not_found
 from metabundle.search.jsonsafe import check_size
-from metabundle.search.params import Params
+from metabundle.search.params import Params, clamp
 from metabundle.search.release import Release
-from metabundle.search.services.idc_cohort import cohort_counts
-from metabundle.search.services.idc_common import GROUP, human_size, require_idc, series_bytes
+from metabundle.search.services.idc import Offset
+from metabundle.search.services.idc_common import (
+    GROUP,
+    human_size,
+    page_block,
+    require_idc,
+    series_bytes,
+)
 from metabundle.search.services.idc_filters import (
     Filters,
     Selection,
     compile_filters,
     require_filters,
 )
-from metabundle.search.tools import tool
-
-URL_CAP = 500
-LARGE_BYTES = 10 * 10**9
-AWS_ENDPOINT = "https://s3.amazonaws.com"
-GCS_ENDPOINT = "https://storage.googleapis.com"
-# idc-index's fixed mapping of AWS buckets to their Google Cloud Storage twins
-# (since IDC v20 idc-open-data has the same name on both).
-GCS_BUCKETS = {
-    "idc-open-data": "idc-open-data",
-    "idc-open-data-two": "idc-open-idc1",
-    "idc-open-data-cr": "idc-open-cr",
-}
-MANIFEST_FILES = {"aws": "idc_manifest_aws.s5cmd", "gcs": "idc_manifest_gcs.s5cmd"}
-ENDPOINTS = {"aws": AWS_ENDPOINT, "gcs": GCS_ENDPOINT}
-DOWNLOAD_DIR = "./idc_data"
-# build_cohort attributes that idc-index's download-from-selection accepts directly.
-SELECTION_OPTIONS = {
-    "collection_id": "--collection-id",
-    "PatientID": "--patient-id",
-    "StudyInstanceUID": "--study-instance-uid",
-    "SeriesInstanceUID": "--series-instance-uid",
-    "crdc_series_uuid": "--crdc-series-uuid",
-}
-VIEWER_BASE = "https://viewer.imaging.datacommons.cancer.gov"
-FOLDER_NOTE = (
-    "Each URL is a series folder (a prefix): its files are the series' DICOM instances, "
-    "which this release does not list; s5cmd or idc-index expand it."
+from metabundle.search.services.idc_manifest import (
+    ENDPOINTS,
+    download_block,
+    manifest_lines,
+    page_rows,
+    scope,
+    scope_counts,
+    series_prefix,
 )
+from metabundle.search.tools import call_tool, tool
 
-
-def gcs_bucket(aws_bucket: str) -> str:
-    return GCS_BUCKETS.get(aws_bucket, aws_bucket)
-
-
-def manifest_line(bucket: str, uuid: str) -> str:
-    """One s5cmd manifest line, as the IDC portal exports them."""
-    return f"cp s3://{bucket}/{uuid}/* ."
-
-
-def _manifest(provider: str, lines: list[str]) -> dict[str, Any]:
-    file_name = MANIFEST_FILES[provider]
-    command = f"s5cmd --no-sign-request --endpoint-url {ENDPOINTS[provider]} run {file_name}"
-    return {
-        "endpoint_url": ENDPOINTS[provider],
-        "file_name": file_name,
-        "s5cmd_command": command,
-        "header": [
-            "# To download the files in this manifest, first install s5cmd "
-            "(https://github.com/peak/s5cmd),",
-            "# then run the following command:",
-            f"# {command}",
-        ],
-        "lines": lines,
-    }
-
-
-def selection_command(selection: Selection) -> str | None:
-    """An ``idc download-from-selection`` command equivalent to the filters, when one
-    attribute idc-index selects by is the only filter (idc-index applies just the most
-    specific of several)."""
-    if len(selection.applied) != 1:
-        return None
-    ((attribute, values),) = selection.applied.items()
-    option = SELECTION_OPTIONS.get(attribute)
-    if option is None or not isinstance(values, list) or None in values:
-        return None
-    joined = ",".join(str(v) for v in values)
-    return (
-        f"idc download-from-selection --download-dir {DOWNLOAD_DIR} {option} {shlex.quote(joined)}"
-    )
+MAX_SERIES = 500_000
+"""The largest selection get_cohort_urls pages through (its manifest is streamed)."""
+DEFAULT_PAGE = 20
+MAX_PAGE = 200
+LARGE_BYTES = 10 * 10**9
+VIEWER_BASE = "https://viewer.imaging.datacommons.cancer.gov"
+URL_NOTE = (
+    "aws and gcs are s5cmd series prefixes (s3://, gs://; public buckets, no account): "
+    "`s5cmd --no-sign-request --endpoint-url <endpoint_url> cp '<prefix>*' DIR` fetches "
+    "a series' DICOM files. They are not https links; this release lists no "
+    "per-file URLs for them."
+)
 
 
 class CohortUrlsParams(Params):
     filters: Filters
     provider: Annotated[
         Literal["aws", "gcs", "both"],
-        Field(description="Which cloud's manifest and URLs to return (both are free)."),
+        Field(description="Which cloud's prefixes and manifest to return (both are free)."),
     ] = "both"
+    limit: Annotated[
+        int, clamp(0, MAX_PAGE), Field(description=f"Series per page, 0..{MAX_PAGE}.")
+    ] = DEFAULT_PAGE
+    offset: Offset = 0
+    idc_version: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            le=1000,
+            description="An earlier IDC data version (e.g. 20): the series "
+            "contents that version served, from prior_versions_index.",
+        ),
+    ] = None
 
 
 def _too_large(summary: dict[str, Any], selection: Selection) -> ToolError:
     series = summary["counts"]["series"]
-    details: dict[str, Any] = {
-        "series": series,
-        "cap": URL_CAP,
-        "total_size": summary["total_size"],
-    }
-    command = selection_command(selection)
-    if command:
-        details["download_command"] = command
     return ToolError(
         RESULT_TOO_LARGE,
-        f"get_cohort_urls lists at most {URL_CAP:,} series and these filters select "
-        f"{series:,} ({summary['total_size']['human']}); narrow the filters (build_cohort "
-        "shows counts) or download the selection with idc-index"
-        + (" (details.download_command)." if command else "."),
-        **details,
+        f"get_cohort_urls pages through at most {MAX_SERIES:,} series and these filters "
+        f"select {series:,} ({summary['total_size']['human']}); narrow the filters, or "
+        "write the whole manifest with details.download.",
+        cap=MAX_SERIES,
+        **summary,
+        download=download_block(selection, ["aws"]),
     )
+
+
+def _current_version(release: Release) -> int:
+    return release.query("SELECT max(idc_version) FROM idc_version")[0][0]
 
 
 @tool(
     "get_cohort_urls",
-    f"Get download links for a filtered selection of at most {URL_CAP:,} series: s5cmd "
-    "manifest lines for AWS and Google Cloud (public buckets, no account), per-series "
-    "https folder URLs with byte sizes, and the idc-index `idc download` command. Call "
-    "build_cohort first to check counts and size; larger selections are refused with "
-    "the size. A warning flags downloads over 10 GB.",
+    "Get download links for a filtered selection of series, a page at a time: s5cmd "
+    "series prefixes (s3://, gs://) with byte sizes, totals, and the commands that write "
+    "the s5cmd manifest of the whole selection and download it (s5cmd or idc-index's "
+    "`idc download`). Call build_cohort first to check counts and size; idc_version "
+    "gives the manifest as of an earlier IDC release.",
     CohortUrlsParams,
     GROUP,
 )
@@ -147,34 +115,22 @@ def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any
         "get_cohort_urls",
         "a manifest of all of IDC is refused; narrow with build_cohort first.",
     )
-    summary = cohort_counts(release, selection)
-    if summary["counts"]["series"] > URL_CAP:
+    version = params.idc_version
+    if version is not None and version >= _current_version(release):
+        version = None  # the current release: idc_series as it is
+    rows = scope(selection, version)
+    summary = scope_counts(release, rows)
+    if summary["counts"]["series"] > MAX_SERIES:
         raise _too_large(summary, selection)
-    rows = release.query(
-        f"""
-        SELECT SeriesInstanceUID, aws_bucket, crdc_series_uuid, series_size_MB
-        FROM idc_series WHERE {selection.where}
-        ORDER BY collection_id, PatientID, StudyInstanceUID, SeriesInstanceUID
-        """,
-        selection.params,
-    )
     providers = ["aws", "gcs"] if params.provider == "both" else [params.provider]
-    series = []
-    lines: dict[str, list[str]] = {p: [] for p in providers}
-    for uid, bucket, uuid, size_mb in rows:
-        buckets = {"aws": bucket, "gcs": gcs_bucket(bucket)}
-        entry: dict[str, Any] = {
+    series = [
+        {
             "SeriesInstanceUID": uid,
-            "crdc_series_uuid": uuid,
             "size_bytes": series_bytes(size_mb),
+            **{p: series_prefix(p, bucket, uuid) for p in providers},
         }
-        if "aws" in providers:
-            entry["aws_url"] = f"https://{bucket}.s3.amazonaws.com/{uuid}/"
-        if "gcs" in providers:
-            entry["gcs_url"] = f"{GCS_ENDPOINT}/{buckets['gcs']}/{uuid}/"
-        for provider in providers:
-            lines[provider].append(manifest_line(buckets[provider], uuid))
-        series.append(entry)
+        for uid, bucket, uuid, size_mb in page_rows(release, rows, params.limit, params.offset)
+    ]
     warnings = list(selection.warnings)
     total_bytes = summary["total_size"]["bytes"]
     if total_bytes > LARGE_BYTES:
@@ -182,22 +138,35 @@ def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any
             f"This selection is {human_size(total_bytes)}: check disk space and confirm "
             "with the user before downloading."
         )
-    manifest_for_idc = MANIFEST_FILES["aws" if "aws" in providers else "gcs"]
     payload = {
         **summary,
+        "idc_version": f"v{version or _current_version(release)}",
+        "page": page_block(summary["counts"]["series"], params.limit, params.offset, len(series)),
         "series": series,
-        "manifests": {p: _manifest(p, lines[p]) for p in providers},
-        "idc_download": {
-            "command": f"idc download {manifest_for_idc} --download-dir {DOWNLOAD_DIR}",
-            "selection_command": selection_command(selection),
-            "how": f"pip install idc-index; save the manifest lines to {manifest_for_idc}; "
-            "run the command (it lays files out as collection/patient/study/series).",
-        },
+        "endpoint_urls": {p: ENDPOINTS[p] for p in providers},
+        "download": download_block(selection, providers, version),
         "filters_applied": selection.applied,
         "warnings": warnings,
-        "notes": [*selection.notes, FOLDER_NOTE],
+        "notes": [*selection.notes, URL_NOTE],
     }
-    return check_size(payload, "narrow the filters or pick one provider")
+    return check_size(payload, "lower limit or pick one provider")
+
+
+def cohort_manifest(
+    release: Release, filters: dict[str, Any], provider: str, idc_version: int | None = None
+) -> Iterator[str]:
+    """The s5cmd manifest lines of a whole selection, streamed; the arguments are
+    checked by get_cohort_urls first, whose refusal is raised as a ToolError."""
+    arguments = {"filters": filters, "provider": provider, "limit": 0}
+    if idc_version is not None:
+        arguments["idc_version"] = idc_version
+    checked = call_tool(release, "get_cohort_urls", arguments)
+    if "error" in checked:
+        raise ToolError(checked["error"]["code"], checked["error"]["message"])
+    selection = compile_filters(release, filters)
+    version = int(checked["idc_version"].removeprefix("v"))
+    current = version == _current_version(release)
+    return manifest_lines(release, scope(selection, None if current else version), provider)
 
 
 # -- viewer -----------------------------------------------------------------------------
