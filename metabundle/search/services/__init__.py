@@ -11,6 +11,7 @@ from metabundle.search.services import (  # noqa: F401
     dbgap,
     dbgap_variable,
     idc,
+    idc_citations,
     idc_clinical,
     idc_cohort,
     idc_indices,

@@ -12,21 +12,18 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from metabundle.search.errors import invalid
 from metabundle.search.params import Params, clamp
 from metabundle.search.release import Release
-from metabundle.search.services.idc import Offset, Text, resolve_collection
+from metabundle.search.services.idc import Offset
 from metabundle.search.services.idc_common import (
     GROUP,
     SIZE_BYTES_SQL,
-    doi_sources,
     human_size,
     license_details,
     page_block,
     require_idc,
     series_counts,
     size_block,
-    source_entry,
 )
 from metabundle.search.services.idc_filters import (
     Filters,
@@ -116,69 +113,6 @@ def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
         "series": rows,
         "download": download_block(selection, ["aws"]),
         **selection.echo(),
-    }
-
-
-# -- citations --------------------------------------------------------------------------
-
-
-class CitationsParams(Params):
-    collection_id: Annotated[
-        Text | None,
-        Field(description="Cite one collection (all its series, analysis results included)."),
-    ] = None
-    filters: Annotated[
-        Filters | None,
-        Field(description="Cite the sources of the series matching these build_cohort filters."),
-    ] = None
-    limit: Annotated[int, clamp(1, 300), Field(description="Citations to return, 1..300.")] = 50
-
-
-def _citation_selection(release: Release, params: CitationsParams) -> Selection:
-    if params.collection_id and params.filters:
-        raise invalid("get_citations: pass collection_id or filters, not both.")
-    filters = params.filters
-    if params.collection_id:
-        filters = {"collection_id": [resolve_collection(release, params.collection_id.strip())]}
-    selection = compile_filters(release, filters)
-    require_filters(selection, "get_citations", "pass collection_id or filters.")
-    return selection
-
-
-@tool(
-    "get_citations",
-    "Get the citations (APA-style text from idc-index-data, with DOI and license) for "
-    "the data sources of a collection or of a filtered selection of series, most-used "
-    "source first. Call it whenever you report or hand over IDC data, so the user can "
-    "credit the data providers.",
-    CitationsParams,
-    GROUP,
-)
-def get_citations(release: Release, params: CitationsParams) -> dict[str, Any]:
-    require_idc(release)
-    selection = _citation_selection(release, params)
-    used = release.query(
-        f"SELECT lower(source_DOI) AS doi, count(*) AS n FROM idc_series "
-        f"WHERE {selection.where} GROUP BY 1 ORDER BY n DESC, 1",
-        selection.params,
-    )
-    sources = doi_sources(release, [doi for doi, _ in used if doi])
-    citations = []
-    for doi, series in used[: params.limit]:
-        known = sources.get(doi)
-        entry = source_entry(known) if known else {"doi": doi, "citation": None}
-        citations.append({**entry, "series": series})
-    return {
-        "citations": citations,
-        "total": len(used),
-        "returned": len(citations),
-        "truncated": len(used) > len(citations),
-        **selection.echo(),
-        "format_note": (
-            "Only the APA-style text that idc-index-data ships is available offline; for "
-            "BibTeX or CSL-JSON, request https://doi.org/<doi> with an Accept header "
-            "(application/x-bibtex, application/vnd.citationstyles.csl+json)."
-        ),
     }
 
 
