@@ -175,9 +175,11 @@ Uid = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_white
 
 
 class ViewerParams(Params):
-    study_instance_uid: Annotated[Uid, Field(description="The DICOM StudyInstanceUID.")]
+    study_instance_uid: Annotated[
+        Uid | None, Field(description="The DICOM StudyInstanceUID (optional with a series).")
+    ] = None
     series_instance_uid: Annotated[
-        Uid | None, Field(description="A SeriesInstanceUID of that study, to open it.")
+        Uid | None, Field(description="A SeriesInstanceUID to open (its study is looked up).")
     ] = None
     viewer: Annotated[
         Literal["auto", "ohif_v3", "slim"],
@@ -191,6 +193,20 @@ def _study_series(release: Release, study: str) -> list[dict[str, Any]]:
         "WHERE StudyInstanceUID = ? ORDER BY SeriesInstanceUID",
         [study],
     )
+
+
+def _study_of(release: Release, series: str | None) -> str:
+    """The study of a series given alone."""
+    if series is None:
+        raise invalid("get_viewer_url: pass series_instance_uid, study_instance_uid or both.")
+    rows = release.query(
+        "SELECT StudyInstanceUID FROM idc_series WHERE SeriesInstanceUID = ?", [series]
+    )
+    if not rows:
+        raise not_found(
+            f"There is no series {series!r} in this IDC release; find series with build_cohort."
+        )
+    return rows[0][0]
 
 
 def _unknown_study(release: Release, study: str) -> ToolError:
@@ -235,15 +251,16 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
 
 @tool(
     "get_viewer_url",
-    "Get a link that opens a study (or one of its series) in the IDC web viewer: SLIM "
-    "for slide microscopy (SM), OHIF v3 for radiology. Call it to let a user look at "
-    "images found with build_cohort; no download or account is needed.",
+    "Get a link that opens a series or a study in the IDC web viewer: SLIM for slide "
+    "microscopy (SM), OHIF v3 for radiology. Call it with a SeriesInstanceUID or "
+    "StudyInstanceUID from build_cohort to let a user look at images; no download or "
+    "account is needed.",
     ViewerParams,
     GROUP,
 )
 def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
     require_idc(release)
-    study = params.study_instance_uid
+    study = params.study_instance_uid or _study_of(release, params.series_instance_uid)
     rows = _study_series(release, study)
     if not rows:
         raise _unknown_study(release, study)
