@@ -21,7 +21,9 @@ CONTRACT_URI = "metabundle://contract/retrieval"
 INFO_URI = "metabundle://release/info"
 TABLES_URI = "metabundle://release/tables"
 TABLE_URI = "metabundle://release/tables/{table}"
+IDC_GUIDE_URI = "metabundle://guide/idc"
 CONTRACT_FILE = "retrieval_contract.md"
+IDC_GUIDE_FILE = "idc_guide.md"
 MARKDOWN = "text/markdown"
 JSON = "application/json"
 
@@ -29,6 +31,11 @@ JSON = "application/json"
 def contract_text() -> str:
     """The retrieval contract shipped with the package."""
     return resources.files(__package__).joinpath(CONTRACT_FILE).read_text(encoding="utf-8")
+
+
+def idc_guide_text() -> str:
+    """The Imaging Data Commons query guide shipped with the package."""
+    return resources.files(__package__).joinpath(IDC_GUIDE_FILE).read_text(encoding="utf-8")
 
 
 def _table_section(table: dict[str, Any], schema: dict[str, Any]) -> list[str]:
@@ -80,6 +87,19 @@ def add_resources(server: MCPServer, release: Release) -> None:
     )
     def retrieval_contract() -> str:
         return contract_text()
+
+    if "idc" in release.manifest["sources"]:
+
+        @server.resource(
+            IDC_GUIDE_URI,
+            name="idc_guide",
+            title="Imaging Data Commons guide",
+            description="Where IDC properties live (main index, specialized indices, "
+            "clinical tables) and the discovery-first workflow to cohorts and downloads.",
+            mime_type=MARKDOWN,
+        )
+        def idc_guide() -> str:
+            return idc_guide_text()
 
     @server.resource(
         INFO_URI,

@@ -27,7 +27,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
 from metabundle import __version__
-from metabundle.mcp.resources import CONTRACT_URI, TABLES_URI, add_resources
+from metabundle.mcp.resources import CONTRACT_URI, IDC_GUIDE_URI, TABLES_URI, add_resources
 from metabundle.release.coverage import coverage_lines
 from metabundle.search.params import parameters_schema
 from metabundle.search.release import Release
@@ -116,6 +116,19 @@ def _tool_groups(specs: list[ToolSpec]) -> str:
     return "\n".join(f"- {group}: {', '.join(names)}" for group, names in groups.items())
 
 
+def _idc_routing(release: Release) -> str:
+    """Where Imaging Data Commons properties live, when the release holds IDC."""
+    if "idc" not in release.manifest["sources"]:
+        return ""
+    return (
+        "6. Imaging Data Commons: segmented anatomy lives in seg_index "
+        "(SegmentedPropertyType_CodeMeanings), not in BodyPartExamined, which describes "
+        "the acquisition; modality details in ct_index/mr_index/pt_index, stains in "
+        "sm_index (list_index_attributes), clinical data in list_clinical_tables. Read "
+        f"{IDC_GUIDE_URI}.\n"
+    )
+
+
 def instructions(release: Release, specs: list[ToolSpec]) -> str:
     """The server instructions: what the release holds and the workflow to follow."""
     sources = ", ".join(
@@ -142,7 +155,7 @@ columns; use run_sql only when the curated tools cannot answer.
 (tables are named <source>_<entity>): check list_tables before concluding the data does \
 not exist.
 5. Keep identifiers and canonical_url exactly as returned, and cite them.
-
+{_idc_routing(release)}
 Tools by group:
 {_tool_groups(specs)}
 
