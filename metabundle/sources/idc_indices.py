@@ -107,10 +107,10 @@ def _index_select(name: str, source: str) -> str:
     columns = []
     for column in table.columns:
         quoted = quote_identifier(column.name)
-        if column.type is ColumnType.JSON:
-            columns.append(f"CAST(to_json({quoted}) AS VARCHAR) AS {quoted}")
-        elif source == "empty":
+        if source == "empty":
             columns.append(f"CAST(NULL AS {duckdb_type(column, table)}) AS {quoted}")
+        elif column.type is ColumnType.JSON:
+            columns.append(f"CAST(to_json({quoted}) AS VARCHAR) AS {quoted}")
         else:
             columns.append(quoted)
     if source == "empty":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, StringConstraints, WithJsonSchema
@@ -397,20 +398,25 @@ def _range_condition(attribute: Attribute, bounds: RangeFilter, params: list[Any
     return "(" + " AND ".join(parts) + ")"
 
 
+@lru_cache(maxsize=256)
+def _present_values(release: Release, attribute: Attribute, values: tuple[Any, ...]) -> set:
+    """Which of ``values`` the attribute holds (remembered: pages of one selection ask
+    again and again)."""
+    cast = _sql_list_type(attribute.column)
+    rows = release.query(
+        f"SELECT DISTINCT v FROM ({attribute.values_sql()}) WHERE v IN (SELECT unnest(?::{cast}))",
+        [list(values)],
+    )
+    return {row[0] for row in rows}
+
+
 def _unmatched_warnings(release: Release, attribute: Attribute, values: list[Any]) -> list[str]:
     """Warnings for values that match no series at all, naming case variants that do."""
     present = [v for v in values if v is not None]
     if not present:
         return []
     cast = _sql_list_type(attribute.column)
-    found = {
-        row[0]
-        for row in release.query(
-            f"SELECT DISTINCT v FROM ({attribute.values_sql()}) "
-            f"WHERE v IN (SELECT unnest(?::{cast}))",
-            [present],
-        )
-    }
+    found = _present_values(release, attribute, tuple(present))
     missing = [v for v in present if v not in found]
     if not missing:
         return []

@@ -14,6 +14,7 @@ import json
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from metabundle.search.errors import invalid
@@ -21,7 +22,7 @@ from metabundle.search.release import Release
 from metabundle.search.services.idc_common import SIZE_BYTES_SQL, size_block
 from metabundle.search.services.idc_filters import Selection
 
-BATCH_ROWS = 10_000
+BATCH_ROWS = 1_000
 AWS_ENDPOINT = "https://s3.amazonaws.com"
 GCS_ENDPOINT = "https://storage.googleapis.com"
 # idc-index's fixed mapping of AWS buckets to their Google Cloud Storage twins
@@ -53,7 +54,9 @@ ROW_COLUMNS = (
 )
 PRIOR_COLUMNS = frozenset({*ROW_COLUMNS, "Modality"})
 """The idc_series columns that prior_versions_index also has (filters as of a version)."""
-ROW_ORDER = "collection_id, PatientID, StudyInstanceUID, SeriesInstanceUID, crdc_series_uuid"
+ROW_ORDER = "SeriesInstanceUID, crdc_series_uuid"
+"""A total order of a scope's rows (a series has one row per content version), and the
+cheapest one to page by."""
 
 
 def gcs_bucket(aws_bucket: str) -> str:
@@ -114,18 +117,25 @@ def scope(selection: Selection, idc_version: int | None = None) -> Scope:
 
 
 def scope_counts(release: Release, rows: Scope) -> dict[str, Any]:
-    """Distinct collections, patients, studies and series of a scope, and its size."""
+    """Distinct collections, patients, studies and series of a scope, and its size
+    (remembered per release and scope: every page of a selection repeats them)."""
+    counts = dict(_counts(release, rows.sql, json.dumps(rows.params, default=str)))
+    return {"counts": counts, "total_size": size_block(counts.pop("size_bytes"))}
+
+
+@lru_cache(maxsize=64)
+def _counts(release: Release, sql: str, params: str) -> tuple[tuple[str, Any], ...]:
     counts = release.query_dicts(
         f"""
         SELECT count(DISTINCT collection_id) AS collections,
                count(DISTINCT (collection_id, PatientID)) AS patients,
                count(DISTINCT StudyInstanceUID) AS studies,
                count(*) AS series, {SIZE_BYTES_SQL} AS size_bytes
-        FROM ({rows.sql})
+        FROM ({sql})
         """,
-        rows.params,
+        json.loads(params),
     )[0]
-    return {"counts": counts, "total_size": size_block(counts.pop("size_bytes"))}
+    return tuple(counts.items())
 
 
 def page_rows(release: Release, rows: Scope, limit: int, offset: int) -> list[tuple]:

@@ -11,6 +11,7 @@ slide microscopy). Nothing is fetched: the links are built from the release.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -93,6 +94,7 @@ def _too_large(summary: dict[str, Any], selection: Selection) -> ToolError:
     )
 
 
+@lru_cache(maxsize=8)
 def _current_version(release: Release) -> int:
     return release.query("SELECT max(idc_version) FROM idc_version")[0][0]
 
