@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 
 from metabundle.mcp.server import build_server
 from metabundle.search.release import Release
-from metabundle.search.services.idc_urls import LARGE_BYTES, URL_CAP
+from metabundle.search.services.idc_urls import LARGE_BYTES, MAX_PAGE, MAX_SERIES
 from metabundle.search.tools import all_tools, call_tool
 from tests.support.evaluation import figures_by_kind, load_eval, mean_figures, ranking_metrics
 
@@ -36,12 +36,16 @@ IDC_TOOLS = (
     "list_analysis_results",
     "search_idc",
     "list_attributes",
+    "list_index_attributes",
     "get_attribute_values",
     "build_cohort",
     "get_citations",
     "get_licenses",
     "get_cohort_urls",
     "get_viewer_url",
+    "list_clinical_tables",
+    "get_clinical_table_schema",
+    "get_clinical_values",
 )
 INJECTION = "x' OR '1'='1"
 
@@ -507,29 +511,27 @@ def small_selection(parquet) -> tuple[str, str, int]:
     )
 
 
-def test_cohort_urls_are_manifest_lines_and_public_urls(release: Release, parquet) -> None:
+def test_cohort_urls_are_series_prefixes_with_sizes(release: Release, parquet) -> None:
     collection, modality, count = small_selection(parquet)
     filters = {"collection_id": [collection], "Modality": [modality]}
-    payload = ok(release, "get_cohort_urls", {"filters": filters})
+    payload = ok(release, "get_cohort_urls", {"filters": filters, "limit": MAX_PAGE})
     rows = parquet.execute(
         "SELECT SeriesInstanceUID, aws_bucket, crdc_series_uuid, series_aws_url, series_size_MB "
-        "FROM series WHERE collection_id = ? AND Modality = ? "
-        "ORDER BY PatientID, StudyInstanceUID, SeriesInstanceUID",
+        "FROM series WHERE collection_id = ? AND Modality = ? ORDER BY SeriesInstanceUID",
         [collection, modality],
     ).fetchall()
-    assert len(payload["series"]) == count == len(rows)
-    aws = payload["manifests"]["aws"]
-    assert aws["lines"] == [f"cp s3://{b}/{u}/* ." for _, b, u, _, _ in rows]
-    assert [line.removeprefix("cp ").removesuffix(" .") for line in aws["lines"]] == [
-        r[3] for r in rows
-    ]  # the index's own series_aws_url
-    assert aws["s5cmd_command"].startswith("s5cmd --no-sign-request --endpoint-url https://s3")
-    for entry, (uid, bucket, uuid, _, size_mb) in zip(payload["series"], rows, strict=True):
+    assert len(payload["series"]) == count == len(rows) == payload["page"]["total"]
+    for entry, (uid, bucket, uuid, aws_url, size_mb) in zip(payload["series"], rows, strict=True):
         assert entry["SeriesInstanceUID"] == uid
-        assert entry["aws_url"] == f"https://{bucket}.s3.amazonaws.com/{uuid}/"
+        assert entry["aws"] == f"s3://{bucket}/{uuid}/" and entry["aws"] + "*" == aws_url
         assert entry["size_bytes"] == round(size_mb * 1_000_000)
     assert payload["total_size"]["bytes"] == sum(round(r[4] * 1_000_000) for r in rows)
-    assert payload["idc_download"]["command"].startswith("idc download idc_manifest_aws.s5cmd")
+    aws = payload["download"]["aws"]
+    assert aws["s5cmd_command"].startswith("s5cmd --no-sign-request --endpoint-url https://s3")
+    assert aws["idc_download_command"].startswith("idc download idc_manifest_aws.s5cmd")
+    first = ok(release, "get_cohort_urls", {"filters": filters, "limit": 2})
+    assert first["series"] == payload["series"][:2] and first["page"]["next_offset"] == 2
+    assert first["counts"] == payload["counts"]
 
 
 def test_gcs_links_use_the_google_bucket_names(release: Release, parquet) -> None:
@@ -541,35 +543,31 @@ def test_gcs_links_use_the_google_bucket_names(release: Release, parquet) -> Non
     payload = ok(
         release, "get_cohort_urls", {"filters": {"SeriesInstanceUID": [uid]}, "provider": "gcs"}
     )
-    assert payload["manifests"]["gcs"]["lines"] == [f"cp s3://idc-open-idc1/{uuid}/* ."]
-    assert payload["series"][0]["gcs_url"] == (
-        f"https://storage.googleapis.com/idc-open-idc1/{uuid}/"
-    )
-    assert "aws" not in payload["manifests"] and "aws_url" not in payload["series"][0]
-    assert payload["idc_download"]["selection_command"].endswith(f"--series-instance-uid {uid}")
+    assert payload["series"][0]["gcs"] == f"gs://idc-open-idc1/{uuid}/"
+    assert "aws" not in payload["download"] and "aws" not in payload["series"][0]
+    assert payload["download"]["selection_command"].endswith(f"--series-instance-uid {uid}")
 
 
 def test_large_selections_warn_and_oversized_ones_are_refused(release: Release, parquet) -> None:
     collection, count, _ = one(
         parquet,
         "SELECT collection_id, count(*) AS n, sum(series_size_MB) AS mb FROM series "
-        f"WHERE Modality = 'SM' GROUP BY 1 HAVING n <= {URL_CAP} AND mb * 1e6 > {LARGE_BYTES} "
+        f"WHERE Modality = 'SM' GROUP BY 1 HAVING n <= {MAX_PAGE} AND mb * 1e6 > {LARGE_BYTES} "
         "ORDER BY n LIMIT 1",
     )
     big = ok(
-        release, "get_cohort_urls", {"filters": {"collection_id": [collection], "Modality": ["SM"]}}
+        release,
+        "get_cohort_urls",
+        {"filters": {"collection_id": [collection], "Modality": ["SM"]}, "limit": MAX_PAGE},
     )
     assert len(big["series"]) == count
     assert any("confirm" in w for w in big["warnings"])
     refused = call_tool(release, "get_cohort_urls", {"filters": {"collection_id": ["nlst"]}})
     assert refused["error"]["code"] == "result_too_large"
     details = refused["error"]["details"]
-    assert (
-        details["series"]
-        == one(parquet, "SELECT count(*) FROM series WHERE collection_id = 'nlst'")[0]
-    )
-    assert details["cap"] == URL_CAP
-    assert details["download_command"].endswith("--collection-id nlst")
+    nlst = one(parquet, "SELECT count(*) FROM series WHERE collection_id = 'nlst'")[0]
+    assert details["counts"]["series"] == nlst > MAX_SERIES == details["cap"]
+    assert details["download"]["selection_command"].endswith("--collection-id nlst")
     assert error_code(release, "get_cohort_urls", {"filters": {}}) == "invalid_request"
 
 

@@ -158,14 +158,10 @@ Filters = Annotated[
     Field(
         max_length=MAX_ATTRIBUTES,
         description=(
-            "Attribute -> list of values (ORed; null matches a missing value) or, for "
-            "numeric and date attributes, a range {min, max} (dates YYYY-MM-DD). "
-            "Attributes: idc_series columns from list_attributes, or specialized-index "
-            "columns from list_index_attributes (e.g. seg_index.SegmentedPropertyType_"
-            "CodeMeanings, mr_index.SliceThickness); values are case-sensitive - take "
-            'them from get_attribute_values. Example: {"Modality": ["CT"], '
-            '"SegmentedPropertyType_CodeMeanings": ["Liver"], "StudyDate": {"min": '
-            '"2010-01-01"}}.'
+            "Attribute -> list of values (ORed; null = missing) or a {min, max} range "
+            "(numbers; dates YYYY-MM-DD). Attributes from list_attributes and "
+            "list_index_attributes; case-sensitive values from get_attribute_values. "
+            'Example: {"Modality": ["CT"], "SegmentedPropertyType_CodeMeanings": ["Liver"]}.'
         ),
     ),
 ]
@@ -318,6 +314,11 @@ def _values(attribute: Attribute, raw: list[Any]) -> list[Any]:
     for value in raw:
         if value is None:
             item: Any = None
+        elif isinstance(value, bool) and column.type is not ColumnType.BOOL:
+            raise invalid(
+                f"filters: {attribute.name} is not a true/false attribute; {value!r} matches "
+                "nothing."
+            )
         elif is_numeric(column):
             item = _number(attribute, value)
         elif column.type is ColumnType.BOOL:
