@@ -137,6 +137,24 @@ def test_a_build_without_the_indices_succeeds_and_reports_them_missing(release: 
     assert answer["error"]["details"]["reason"] == "not_in_release"
 
 
+def test_mirror_copies_the_fetched_files_in_their_layout(
+    generated: tuple[Path, dict[str, Path]], tmp_path: Path
+) -> None:
+    root, written = generated
+    with serve_directory(root) as url:
+        result = run_cli(
+            "mirror", "--to", str(tmp_path / "copy"), "--sources", "idc", "--upstream", url,
+            "--cache", str(tmp_path / "cache"),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    copied = sorted(
+        p.relative_to(tmp_path / "copy") for p in (tmp_path / "copy").rglob("*.parquet")
+    )
+    assert copied == sorted(p.relative_to(root) for p in written.values())
+    for path in written.values():
+        assert (tmp_path / "copy" / path.relative_to(root)).read_bytes() == path.read_bytes()
+
+
 # -- tools over the indices ----------------------------------------------------------------
 
 
