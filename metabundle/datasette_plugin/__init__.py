@@ -5,7 +5,10 @@ Datasette serving a release's ``metabundle.sqlite``:
 
 - ``/-/search``: a search form over every source with ranked results
   (``search_all``), each labelled with its source and kind and linked to its
-  canonical page; ``/-/search.json`` returns the same payload as JSON;
+  entity page and canonical page; ``/-/search.json`` returns the same payload as JSON;
+- ``/-/sources/<name>``: an entry page per source (:mod:`.source_pages`), listed on
+  the index; entity pages: a row page's title, source link and related rows
+  (:mod:`.entity_page`);
 - ``/-/api``: every registered tool of the core at ``/-/api/<tool>`` (GET with query
   parameters or POST with a JSON body), payloads identical to ``call_tool``, typed
   errors with their HTTP status, and ``/-/api/openapi.json`` generated from the tools'
@@ -13,8 +16,8 @@ Datasette serving a release's ``metabundle.sqlite``:
 - bounds on every request (:mod:`.bounds`): SQLite value and statement size limits,
   a response byte cap and typed JSON for server errors; error pages that keep their
   4xx status (:mod:`.errors`);
-- the search as an MCP tool of ``datasette-mcp``'s ``/-/mcp`` when that plugin is
-  installed (its ``register_mcp_tools`` hook).
+- the core's tools on ``datasette-mcp``'s ``/-/mcp`` (its ``register_mcp_tools``
+  hook).
 
 No business logic lives here: every answer comes from
 :func:`metabundle.search.tools.call_tool`. Serving and publishing are in :mod:`.serve`.
@@ -36,10 +39,12 @@ from metabundle.datasette_plugin.api import (
     tool_index,
 )
 from metabundle.datasette_plugin.bounds import BoundedApp, limit_connection
+from metabundle.datasette_plugin.entity_page import entity_context
 from metabundle.datasette_plugin.errors import error_response, replace_default_handler
 from metabundle.datasette_plugin.openapi import openapi_document
 from metabundle.datasette_plugin.release_link import NoRelease, release_for, release_path
 from metabundle.datasette_plugin.search_page import search_json, search_page
+from metabundle.datasette_plugin.source_pages import source_entries, source_page
 from metabundle.errors import MetabundleError
 from metabundle.release.datasette_meta import SQLITE_FILE
 from metabundle.release.integrity import check_digest
@@ -63,10 +68,27 @@ def register_routes(datasette: Any) -> list[tuple[str, Any]]:
     return [
         (r"^/-/search$", search_page),
         (r"^/-/search\.json$", search_json),
+        (r"^/-/sources/(?P<name>[a-z0-9_]+)$", source_page),
         (r"^/-/api$", _api_index),
         (r"^/-/api/openapi\.json$", _openapi),
         (r"^/-/api/(?P<tool>[A-Za-z0-9_]+)$", api_tool),
     ]
+
+
+@hookimpl
+def extra_template_vars(
+    template: str, database: str | None, table: str | None, request: Any, datasette: Any
+) -> Any:
+    """The sources on the index, and the entity facts on a row page."""
+    if template == "index.html":
+        return {"metabundle_sources": source_entries(datasette)}
+    if template.startswith("row") and database and table and request is not None:
+
+        async def entity() -> dict[str, Any]:
+            return await entity_context(datasette, database, table, request)
+
+        return entity
+    return None
 
 
 @hookimpl
@@ -123,5 +145,5 @@ def skip_csrf(datasette: Any, scope: dict[str, Any]) -> bool | None:
 
 @hookimpl
 def register_mcp_tools(datasette: Any, mcp: Any) -> None:
-    """``datasette-mcp``'s hook: add the cross-source search to its MCP server."""
+    """``datasette-mcp``'s hook: add the release's core tools to its MCP server."""
     mcp_tools.register_tools(datasette, mcp)

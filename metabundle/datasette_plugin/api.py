@@ -148,8 +148,11 @@ async def run_tool(datasette: Any, name: str, arguments: Any) -> dict[str, Any]:
     return await anyio.to_thread.run_sync(call_tool, release, name, arguments)
 
 
-async def tool_payload(datasette: Any, request: Request, name: str) -> dict[str, Any]:
-    """The payload of tool ``name`` for a GET or POST request, or a typed error."""
+async def tool_payload(
+    datasette: Any, request: Request, name: str, params: Any = None
+) -> dict[str, Any]:
+    """The payload of tool ``name`` for a GET or POST request, or a typed error; a GET
+    takes its arguments from ``params`` (by default the query parameters)."""
     try:
         spec = tool_spec(name)
         if request.method == "POST":
@@ -157,7 +160,7 @@ async def tool_payload(datasette: Any, request: Request, name: str) -> dict[str,
         elif spec is None:
             arguments = {}
         else:
-            arguments = query_arguments(spec, request.args)
+            arguments = query_arguments(spec, request.args if params is None else params)
         return await run_tool(datasette, name, arguments)
     except (ToolError, MetabundleError) as error:
         return error_payload(error)

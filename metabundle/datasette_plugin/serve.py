@@ -9,13 +9,15 @@ carried ``datasette/`` gets those files rendered on the fly.
 
 :func:`write_publish_dir` writes what a deployment needs: a copy of the release
 (hard links where possible), a Dockerfile serving it with ``metabundle datasette``,
-the plugin's install line (``requirements.txt``), a ``publish.sh`` for ``datasette
+the plugin's install line and Datasette with every installed Datasette plugin pinned
+to the version served here (``requirements.txt``), a ``publish.sh`` for ``datasette
 publish`` and a README.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -172,12 +174,24 @@ _README = """\
 - `Dockerfile`: an image for any container host; it installs `requirements.txt` (the
   metabundle package, which carries the Datasette plugin) and runs
   `metabundle datasette --release /app/{release} --host 0.0.0.0 --port $PORT`.
-- `requirements.txt`: the plugin's install line: `{install}`.
+- `requirements.txt`: the plugin's install line, `{install}`, then Datasette and
+  every Datasette plugin pinned to the versions this release was served with.
 - `publish.sh`: `datasette publish` of the SQLite file alone (no /-/search or /-/api).
 
 Everything is read-only; the server has no authentication, and serves only public
 metadata.
 """
+
+
+def plugin_pins() -> list[str]:
+    """``name==version`` of Datasette and of every installed Datasette plugin (a
+    distribution with a ``datasette`` entry point) but metabundle, sorted."""
+    pins = {"datasette": importlib.metadata.version("datasette")}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name != "metabundle" and any(ep.group == "datasette" for ep in dist.entry_points):
+            pins[name] = dist.version
+    return [f"{name}=={version}" for name, version in sorted(pins.items())]
 
 
 def _link_or_copy(source: Path, destination: Path) -> None:
@@ -222,9 +236,13 @@ def write_publish_dir(release: Path, out: Path, install: str | None = None) -> P
         "version": read_manifest(release)["version"],
     }
     setting_flags = "".join(f" \\\n  --setting {k} {json.dumps(v)}" for k, v in settings.items())
+    pins = plugin_pins()
+    install_flags = "".join(f" \\\n  --install '{pin}'" for pin in pins)
     (out / "Dockerfile").write_text(_DOCKERFILE.format(copy_package=copy_package, **names))
-    (out / "requirements.txt").write_text(requirement + "\n")
-    (out / "publish.sh").write_text(_PUBLISH_SH.format(settings=setting_flags, **names))
+    (out / "requirements.txt").write_text("\n".join([requirement, *pins]) + "\n")
+    (out / "publish.sh").write_text(
+        _PUBLISH_SH.format(settings=install_flags + setting_flags, **names)
+    )
     (out / "README.md").write_text(_README.format(**names))
     (out / ".dockerignore").write_text("publish.sh\nREADME.md\n")
     return out

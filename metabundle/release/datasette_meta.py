@@ -39,8 +39,12 @@ SQLITE_FILE = "metabundle.sqlite"
 DATABASE = "metabundle"  # Datasette names a database after its file's stem
 TEMPLATE_FILE = "metadata.yaml"
 ASSETS_ENV = "METABUNDLE_DATASETTE_DIR"
+PLUGIN = "metabundle"  # the plugin's key under the metadata's ``plugins``
+DASHBOARDS = "datasette-dashboards"  # its dashboards are named after the sources
 # Keys of the template the renderer consumes; they are not Datasette metadata.
 _RENDERER_KEYS = ("sources", "tables")
+# A source's terms, shown on each of its tables; its other keys feed its entry page.
+_TERMS = ("source", "source_url", "license", "license_url")
 _ARRAY_FACET_TYPES = (ColumnType.STRING_LIST,)
 
 
@@ -88,17 +92,35 @@ def _facets(table: Table) -> list[Any]:
     ]
 
 
+WIDE_TABLE_COLUMNS = 20  # a table page shows a selection of a wider table's columns
+
+
+def columns_shown(table: Table) -> list[str]:
+    """The columns a page of a wide table shows by default, in declared order: the key,
+    label, text, facet, foreign key and URL columns (the others are one click away)."""
+    wanted = {
+        *table.primary_key,
+        *table.text_columns,
+        *table.facets,
+        *(key.column for key in table.foreign_keys),
+        *(c for c in (table.label_column, table.url_column) if c),
+    }
+    return [name for name in table.column_names if name in wanted]
+
+
 def table_metadata(table: Table, source: Mapping[str, Any], fts_tables: set[str]) -> dict[str, Any]:
     """The Datasette metadata of one table, from its declaration and source terms."""
     entry: dict[str, Any] = {
         "description": table.description,
         "columns": {c.name: c.description for c in table.columns},
-        **{k: v for k, v in source.items() if v},
+        **{k: source[k] for k in _TERMS if source.get(k)},
     }
     if table.label_column:
         entry["label_column"] = table.label_column
     if table.url_column:
         entry["url_column"] = table.url_column  # read by the templates
+    if len(table.columns) > WIDE_TABLE_COLUMNS:
+        entry["columns_shown"] = columns_shown(table)  # read by the templates
     if table.facets:
         entry["facets"] = _facets(table)
     fts = fts_table_name(table.name)
@@ -112,7 +134,8 @@ def table_metadata(table: Table, source: Mapping[str, Any], fts_tables: set[str]
 def _source_terms(
     name: str, manifest: Mapping[str, Any], terms: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Title, home page, upstream version and license of source ``name``."""
+    """Source ``name``'s template entry, with its title (and upstream version) and
+    home page."""
     entry = dict(terms.get(name) or {})
     spec = SOURCES.get(name)
     if spec is not None:
@@ -126,7 +149,9 @@ def render_metadata(
     template: Mapping[str, Any], manifest: Mapping[str, Any], sqlite_path: Path
 ) -> dict[str, Any]:
     """Datasette metadata for the release of ``manifest`` whose SQLite file is at
-    ``sqlite_path``: the template's texts and queries plus one entry per table."""
+    ``sqlite_path``: the template's texts and queries, one entry per table, each
+    source's entry-page texts (``plugins.metabundle.sources``) and the chart
+    dashboards of the sources the release holds."""
     facts = {
         "version": manifest["version"],
         "created_at": manifest["created_at"],
@@ -144,11 +169,28 @@ def render_metadata(
     for name in names:
         table = get_table(name)
         entry = table_metadata(table, _source_terms(table.source, manifest, terms), fts_tables)
-        tables[name] = {**entry, **(overrides.get(name) or {})}
+        override = overrides.get(name) or {}
+        tables[name] = {**entry, **override}
+        if "columns_shown" in entry and "columns_shown" not in override:
+            sorted_by = {override.get("sort"), override.get("sort_desc")} - {None}
+            tables[name]["columns_shown"] = [
+                c for c in table.column_names if c in {*entry["columns_shown"], *sorted_by}
+            ]
     metadata = {k: v for k, v in template.items() if k not in _RENDERER_KEYS}
     database = dict((metadata.get("databases") or {}).get(DATABASE) or {})
     database["tables"] = tables
     metadata["databases"] = {**(metadata.get("databases") or {}), DATABASE: database}
+    plugins = dict(metadata.get("plugins") or {})
+    plugins[PLUGIN] = {
+        **(plugins.get(PLUGIN) or {}),
+        "sources": {
+            name: _source_terms(name, manifest, terms)
+            for name in sorted(manifest.get("sources") or {})
+        },
+    }
+    dashboards = plugins.get(DASHBOARDS) or {}
+    plugins[DASHBOARDS] = {k: v for k, v in dashboards.items() if k in plugins[PLUGIN]["sources"]}
+    metadata["plugins"] = plugins
     return metadata
 
 

@@ -3,7 +3,9 @@
 Tables come from the release's Parquet files through DuckDB, converted to values
 SQLite stores natively: lists and JSON as JSON text, dates and timestamps as ISO
 text, booleans as 0/1. Each table keeps its declared primary key (so Datasette links
-rows by it), gets a B-tree index per scalar facet column and per lookup column, and,
+rows by it) and its foreign keys to the other tables of the file (so Datasette links
+a row to its parent and counts the rows referring to it), gets a B-tree index per
+scalar facet column, per foreign key and per lookup column, and,
 when it declares ``text_columns``, an external-content FTS5 table ``<table>_fts``.
 
 The FTS5 table names its content table in double quotes (``content="ukb_field"``):
@@ -76,9 +78,10 @@ def write_sqlite(
         db.execute("PRAGMA journal_mode = OFF")
         db.execute("PRAGMA synchronous = OFF")
         db.execute("PRAGMA page_size = 8192")
+        referable = {table.name for table, _ in tables}
         with connect() as con:
             for table, parquet in tables:
-                _copy_table(db, con, table, parquet)
+                _copy_table(db, con, table, parquet, referable)
                 _index_table(db, table)
                 report(f"sqlite: {table.name}")
         db.commit()
@@ -89,10 +92,14 @@ def write_sqlite(
 
 
 def _copy_table(
-    db: sqlite3.Connection, con: duckdb.DuckDBPyConnection, table: Table, parquet: Path
+    db: sqlite3.Connection,
+    con: duckdb.DuckDBPyConnection,
+    table: Table,
+    parquet: Path,
+    referable: set[str],
 ) -> None:
-    """Create the table with its primary key and bulk insert the rows in key order."""
-    db.execute(sqlite_ddl(table))
+    """Create the table with its keys and bulk insert the rows in key order."""
+    db.execute(sqlite_ddl(table, referable))
     select = ", ".join(_sqlite_expression(c.name, c.type) for c in table.columns)
     placeholders = ", ".join("?" for _ in table.columns)
     insert = f"INSERT INTO {quote_identifier(table.name)} VALUES ({placeholders})"
@@ -117,11 +124,11 @@ def fts_ddl(table: Table) -> str:
 
 def table_indexes(table: Table) -> list[tuple[str, ...]]:
     """The indexes ``table`` gets besides its key: its lookup indexes, then one per
-    scalar facet that neither the key nor another index already leads with (array
-    facets are computed through json_each, which no index helps)."""
+    foreign key and scalar facet that neither the key nor another index already
+    leads with (array facets are computed through json_each, which no index helps)."""
     indexes = list(LOOKUP_INDEXES.get(table.name, ()))
     leading = {index[0] for index in indexes} | set(table.primary_key[:1])
-    for name in table.facets:
+    for name in [key.column for key in table.foreign_keys] + list(table.facets):
         if name in leading or table.column(name).type in _ARRAY_TYPES:
             continue
         indexes.append((name,))

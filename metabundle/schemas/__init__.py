@@ -18,7 +18,7 @@ from metabundle.schemas.derive import (
     quote_identifier,
     sqlite_ddl,
 )
-from metabundle.schemas.model import Column, ColumnType, Table, Target
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table, Target
 from metabundle.schemas.registry import all_tables, get_table, register, tables_of_source
 
 _INFRASTRUCTURE = {"derive", "model", "registry"}
@@ -29,6 +29,7 @@ for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
 __all__ = [
     "Column",
     "ColumnType",
+    "ForeignKey",
     "Table",
     "Target",
     "all_tables",

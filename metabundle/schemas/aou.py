@@ -14,7 +14,7 @@ that did not ask it (an offline mirror build) leaves them null and says why in
 
 from __future__ import annotations
 
-from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
 
 SOURCE = "aou"
@@ -177,6 +177,7 @@ AOU_ITEM = Table(
         Column("canonical_url", S, "Public Data Browser page of the item.", nullable=False),
     ),
     primary_key=("result_id",),
+    foreign_keys=(ForeignKey("parent_result_id", "aou_item"),),
     label_column="title",
     url_column="canonical_url",
     facets=("kind", "search_role", "variable_type", "domain", "vocabulary", "ehr_role"),
@@ -201,6 +202,7 @@ AOU_ITEM_IDENTIFIER = Table(
         Column("normalized", S, "Lower-cased, trimmed identifier used for lookup.", nullable=False),
     ),
     primary_key=("result_id", "identifier_kind", "identifier"),
+    foreign_keys=(ForeignKey("result_id", "aou_item"),),
     facets=("identifier_kind",),
     text_columns=("identifier",),
 )
@@ -237,6 +239,10 @@ AOU_ITEM_EDGE = Table(
         Column("position", I32, "Order of the edge among its siblings (answer order)."),
     ),
     primary_key=("from_result_id", "edge_kind", "to_result_id", "qualifier"),
+    foreign_keys=(
+        ForeignKey("from_result_id", "aou_item"),
+        ForeignKey("to_result_id", "aou_item"),
+    ),
     facets=("edge_kind",),
 )
 
@@ -256,6 +262,7 @@ AOU_ITEM_LINK = Table(
         Column("url", S, "The link.", nullable=False),
     ),
     primary_key=("result_id", "link_kind", "url"),
+    foreign_keys=(ForeignKey("result_id", "aou_item"),),
     url_column="url",
     facets=("link_kind",),
 )

@@ -8,7 +8,7 @@ every study version that carries it. Text is untrusted source data.
 
 from __future__ import annotations
 
-from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
 
 SOURCE = "dbgap"
@@ -146,6 +146,7 @@ DBGAP_STUDY = Table(
         Column("canonical_url", S, CANONICAL.format("study version")),
     ),
     primary_key=("study_accession",),
+    foreign_keys=(ForeignKey("parent_study_accession", "dbgap_study"),),
     label_column="name",
     url_column="canonical_url",
     facets=("nih_institute", "is_current_version", "has_variables", "text_source"),
@@ -203,6 +204,7 @@ DBGAP_DATASET = Table(
         Column("canonical_url", S, CANONICAL.format("dataset")),
     ),
     primary_key=("dataset_id",),
+    foreign_keys=(ForeignKey("study_accession", "dbgap_study"),),
     label_column="name",
     url_column="canonical_url",
     facets=("study_accession", "metadata_source"),
@@ -247,6 +249,10 @@ DBGAP_VARIABLE = Table(
         Column("canonical_url", S, CANONICAL.format("variable")),
     ),
     primary_key=("variable_id",),
+    foreign_keys=(
+        ForeignKey("study_accession", "dbgap_study"),
+        ForeignKey("dataset_id", "dbgap_dataset"),
+    ),
     label_column="name",
     url_column="canonical_url",
     facets=("study_accession", "type", "units"),
@@ -275,6 +281,7 @@ DBGAP_VARIABLE_VALUE = Table(
         ),
     ),
     primary_key=("variable_id", "value_order"),
+    foreign_keys=(ForeignKey("variable_id", "dbgap_variable"),),
     label_column="label",
     text_columns=("label",),
 )
@@ -310,6 +317,7 @@ DBGAP_VARIABLE_STAT = Table(
         Column("female_count", I64, "Subjects with a value who are female, if reported."),
     ),
     primary_key=("variable_id", "consent_group"),
+    foreign_keys=(ForeignKey("variable_id", "dbgap_variable"),),
     facets=("consent_group", "calculated_type"),
     allow_empty=True,  # studies without var_reports or documents are a valid selection
 )
@@ -333,6 +341,7 @@ DBGAP_VARIABLE_VALUE_COUNT = Table(
         Column("count", I64, "Number of subjects with the value."),
     ),
     primary_key=("variable_id", "consent_group", "value_order"),
+    foreign_keys=(ForeignKey("variable_id", "dbgap_variable"),),
     label_column="value",
     facets=("kind", "consent_group"),
     allow_empty=True,  # studies without var_reports or documents are a valid selection
@@ -372,6 +381,7 @@ DBGAP_DOCUMENT = Table(
         Column("canonical_url", S, CANONICAL.format("document"), nullable=False),
     ),
     primary_key=("document_id",),
+    foreign_keys=(ForeignKey("study_accession", "dbgap_study"),),
     label_column="title",
     url_column="canonical_url",
     facets=("study_accession", "document_type"),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import pyarrow as pa
 
 from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.registry import get_table
 
 _SQLITE_TYPES: dict[ColumnType, str] = {
     ColumnType.STRING: "TEXT",
@@ -141,8 +143,9 @@ def duckdb_comments(table: Table) -> list[str]:
     return statements
 
 
-def sqlite_ddl(table: Table) -> str:
-    """``CREATE TABLE`` for SQLite; lists and JSON are stored as JSON text."""
+def sqlite_ddl(table: Table, referable: Collection[str] = ()) -> str:
+    """``CREATE TABLE`` for SQLite; lists and JSON are stored as JSON text. Foreign
+    keys to the tables in ``referable`` are declared (SQLite does not enforce them)."""
     lines = [
         f"  {quote_identifier(c.name)} {_SQLITE_TYPES[c.type]}{'' if c.nullable else ' NOT NULL'}"
         for c in table.columns
@@ -150,6 +153,13 @@ def sqlite_ddl(table: Table) -> str:
     if table.primary_key:
         keys = ", ".join(quote_identifier(k) for k in table.primary_key)
         lines.append(f"  PRIMARY KEY ({keys})")
+    for key in table.foreign_keys:
+        if key.table in referable:
+            (other,) = get_table(key.table).primary_key
+            lines.append(
+                f"  FOREIGN KEY ({quote_identifier(key.column)}) "
+                f"REFERENCES {quote_identifier(key.table)} ({quote_identifier(other)})"
+            )
     return f"CREATE TABLE {quote_identifier(table.name)} (\n" + ",\n".join(lines) + "\n)"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import idc_index_data
 
-from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
 
 SOURCE = "idc"
@@ -100,6 +100,10 @@ IDC_SERIES = Table(
     description=package_schema("idc_index")["table_description"],
     columns=package_columns("idc_index", not_null=("SeriesInstanceUID", "collection_id")),
     primary_key=("SeriesInstanceUID",),
+    foreign_keys=(
+        ForeignKey("collection_id", "idc_collection"),
+        ForeignKey("analysis_result_id", "idc_analysis_result"),
+    ),
     label_column="SeriesDescription",
     facets=("collection_id", "Modality", "BodyPartExamined", "license_short_name", "PatientSex"),
     text_columns=("SeriesDescription", "StudyDescription"),
@@ -122,6 +126,7 @@ IDC_PRIOR_VERSION = Table(
         not_null=("SeriesInstanceUID", "crdc_series_uuid", "min_idc_version"),
     ),
     primary_key=("crdc_series_uuid", "min_idc_version"),
+    foreign_keys=(ForeignKey("collection_id", "idc_collection"),),
     facets=("collection_id", "Modality"),
 )
 

@@ -49,6 +49,18 @@ class Column:
 
 
 @dataclass(frozen=True)
+class ForeignKey:
+    """``column`` refers to a row of ``table`` by that table's one-column primary key.
+
+    Written into the SQLite file when both tables are in it, so Datasette links a
+    row to its parent and lists the rows that refer to it.
+    """
+
+    column: str
+    table: str
+
+
+@dataclass(frozen=True)
 class Table:
     """One release table, declared once.
 
@@ -56,7 +68,7 @@ class Table:
     releases reproducible. ``url_column`` names the column that holds the canonical
     source page of a row; ``label_column`` the human label; ``facets`` the columns a
     browser should offer as facets; ``text_columns`` the columns worth full-text
-    indexing in SQLite.
+    indexing in SQLite; ``foreign_keys`` the columns naming a row of another table.
     """
 
     name: str
@@ -73,6 +85,7 @@ class Table:
     hidden: bool = False
     vector_dimension: int | None = None
     extra_sort: tuple[str, ...] = field(default=())
+    foreign_keys: tuple[ForeignKey, ...] = ()
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ must give it a value.
 
 from __future__ import annotations
 
-from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
 
 SOURCE = "omop"
@@ -89,6 +89,11 @@ OMOP_CONCEPT = Table(
         _invalid_reason(),
     ),
     primary_key=("concept_id",),
+    foreign_keys=(
+        ForeignKey("domain_id", "omop_domain"),
+        ForeignKey("vocabulary_id", "omop_vocabulary"),
+        ForeignKey("concept_class_id", "omop_concept_class"),
+    ),
     label_column="concept_name",
     facets=("domain_id", "vocabulary_id", "concept_class_id", "standard_concept"),
     text_columns=("concept_name", "concept_code"),
@@ -109,6 +114,7 @@ OMOP_CONCEPT_SYNONYM = Table(
         ),
     ),
     primary_key=("concept_id", "concept_synonym_name", "language_concept_id"),
+    foreign_keys=(ForeignKey("concept_id", "omop_concept"),),
     label_column="concept_synonym_name",
     text_columns=("concept_synonym_name",),
 )
@@ -132,6 +138,11 @@ OMOP_CONCEPT_RELATIONSHIP = Table(
         _invalid_reason(),
     ),
     primary_key=("concept_id_1", "concept_id_2", "relationship_id"),
+    foreign_keys=(
+        ForeignKey("concept_id_1", "omop_concept"),
+        ForeignKey("concept_id_2", "omop_concept"),
+        ForeignKey("relationship_id", "omop_relationship"),
+    ),
     facets=("relationship_id",),
 )
 
@@ -157,6 +168,10 @@ OMOP_CONCEPT_ANCESTOR = Table(
         ),
     ),
     primary_key=("ancestor_concept_id", "descendant_concept_id"),
+    foreign_keys=(
+        ForeignKey("ancestor_concept_id", "omop_concept"),
+        ForeignKey("descendant_concept_id", "omop_concept"),
+    ),
 )
 
 OMOP_VOCABULARY = Table(
@@ -268,6 +283,10 @@ OMOP_DRUG_STRENGTH = Table(
         _invalid_reason(),
     ),
     primary_key=("drug_concept_id", "ingredient_concept_id"),
+    foreign_keys=(
+        ForeignKey("drug_concept_id", "omop_concept"),
+        ForeignKey("ingredient_concept_id", "omop_concept"),
+    ),
     allow_empty=True,
 )
 

@@ -17,6 +17,9 @@ def register(*tables: Table) -> None:
         unknown = [k for k in table.sort_key if k not in table.column_names]
         if unknown:
             raise ValueError(f"table {table.name}: key columns {unknown} are not columns")
+        dangling = [k.column for k in table.foreign_keys if k.column not in table.column_names]
+        if dangling:
+            raise ValueError(f"table {table.name}: foreign keys {dangling} are not columns")
         _TABLES[table.name] = table
 
 

@@ -71,6 +71,7 @@ SEARCH_DOC = Table(
     url_column="canonical_url",
     facets=("source", "kind"),
     text_columns=("title", "body"),
+    hidden=True,
 )
 
 SEARCH_IDENTIFIER = Table(

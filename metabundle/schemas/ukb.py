@@ -10,7 +10,7 @@ downloads. Every numeric property code of a field keeps its published value and 
 
 from __future__ import annotations
 
-from metabundle.schemas.model import Column, ColumnType, Table
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
 
 SOURCE = "ukb"
@@ -89,6 +89,10 @@ UKB_FIELD = Table(
         Column("instancing_url", S, "Showcase page of the field's instancing, if any."),
     ),
     primary_key=("field_id",),
+    foreign_keys=(
+        ForeignKey("main_category", "ukb_category"),
+        ForeignKey("encoding_id", "ukb_encoding"),
+    ),
     label_column="title",
     url_column="canonical_url",
     facets=(
@@ -121,6 +125,7 @@ UKB_FIELD_ALIAS = Table(
         ),
     ),
     primary_key=("field_id", "alias"),
+    foreign_keys=(ForeignKey("field_id", "ukb_field"),),
     label_column="alias",
     facets=("alias_kind",),
 )
@@ -160,6 +165,7 @@ UKB_CATEGORY = Table(
         Column("canonical_url", S, "Showcase page of the category.", nullable=False),
     ),
     primary_key=("category_id",),
+    foreign_keys=(ForeignKey("parent_id", "ukb_category"),),
     label_column="title",
     url_column="canonical_url",
     facets=("title_source", "in_tree"),
@@ -231,6 +237,7 @@ UKB_ENCODING_VALUE = Table(
         Column("canonical_url", S, "Showcase page of the encoding.", nullable=False),
     ),
     primary_key=("encoding_id", "value_order"),
+    foreign_keys=(ForeignKey("encoding_id", "ukb_encoding"),),
     label_column="meaning",
     url_column="canonical_url",
     facets=("encoding_id", "selectable"),

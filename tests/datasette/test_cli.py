@@ -25,7 +25,20 @@ def test_the_server_serves_the_release_read_only(served_url: str, release_path: 
     assert httpx.get(f"{served_url}/").text.count(f"metabundle {version}") >= 1
 
 
-def test_publish_dir_holds_a_deployment(release_path: Path, tmp_path: Path) -> None:
+def served_plugin_pins(served_url: str) -> set[str]:
+    """``name==version`` of every plugin the running instance loaded, metabundle's aside."""
+    plugins = httpx.get(f"{served_url}/-/plugins.json").json()
+    versions = httpx.get(f"{served_url}/-/versions.json").json()
+    pins = {f"datasette=={versions['datasette']['version']}"}
+    for plugin in plugins:
+        if plugin["name"] != "metabundle.datasette_plugin":
+            pins.add(f"{plugin['name'].replace('_', '-')}=={plugin['version']}")
+    return pins
+
+
+def test_publish_dir_holds_a_deployment(
+    release_path: Path, tmp_path: Path, served_url: str
+) -> None:
     out = tmp_path / "deploy"
     result = run_cli("datasette", "--release", str(release_path), "--publish-dir", str(out))
     assert result.returncode == 0, result.stderr
@@ -37,13 +50,19 @@ def test_publish_dir_holds_a_deployment(release_path: Path, tmp_path: Path) -> N
     assert "RUN pip install -r requirements.txt" in dockerfile
     assert "COPY release/ /app/release/" in dockerfile
     assert "metabundle datasette --release /app/release --host 0.0.0.0" in dockerfile
-    assert (out / "requirements.txt").read_text() == f"metabundle=={__version__}\n"
+    install, *pins = (out / "requirements.txt").read_text().splitlines()
+    assert install == f"metabundle=={__version__}"
+    served = served_plugin_pins(served_url)
+    assert {"datasette-mcp==0.3", "datasette-dashboards==0.8.0"} <= served
+    assert served <= set(pins), "Datasette and every plugin it serves with are pinned"
+    assert all("==" in pin for pin in pins)
     publish = (out / "publish.sh").read_text()
     assert "release/metabundle.sqlite" in publish
     assert "--metadata release/datasette/metadata.json" in publish
     assert "--template-dir release/datasette/templates" in publish
     assert "--setting sql_time_limit_ms 3000" in publish
     assert "--install 'metabundle==" in publish
+    assert all(f"--install '{pin}'" in publish for pin in pins)
 
     again = run_cli("datasette", "--release", str(release_path), "--publish-dir", str(out))
     assert again.returncode == 1
@@ -65,7 +84,7 @@ def test_publish_dir_copies_a_local_wheel(release_path: Path, tmp_path: Path) ->
     )
     assert result.returncode == 0, result.stderr
     assert (out / wheel.name).read_bytes() == wheel.read_bytes()
-    assert (out / "requirements.txt").read_text() == f"./{wheel.name}\n"
+    assert (out / "requirements.txt").read_text().splitlines()[0] == f"./{wheel.name}"
     assert f"COPY {wheel.name} ./" in (out / "Dockerfile").read_text()
 
 

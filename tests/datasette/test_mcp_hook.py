@@ -1,57 +1,64 @@
-"""The ``register_mcp_tools`` hook ``datasette-mcp`` calls, exercised on an MCP SDK
-server (``datasette-mcp`` itself is not installed here): the search becomes an MCP
-tool with the core's parameters and payloads."""
+"""``datasette-mcp``'s real ``/-/mcp`` endpoint on ``metabundle datasette`` (loopback
+HTTP, an MCP client session): it lists the release's core tools exactly as
+``metabundle mcp`` does, and answers them with the same payloads."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from datasette.app import Datasette
 from mcp import Client
-from mcp.server.mcpserver import MCPServer
 
-import metabundle.datasette_plugin as plugin
+from metabundle.mcp.server import build_server
 from metabundle.search.release import Release
-from metabundle.search.tools import TOOLS, call_tool
+from metabundle.search.tools import release_tools
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def mcp_server(datasette: Datasette) -> MCPServer:
-    server = MCPServer(name="datasette")
-    plugin.register_mcp_tools(datasette=datasette, mcp=server)
-    return server
-
-
-async def test_the_search_is_advertised_with_the_core_parameters(mcp_server: MCPServer) -> None:
-    async with Client(mcp_server) as client:
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"search_all"}
-    spec = TOOLS["search_all"]
-    schema = tools["search_all"].input_schema
-    assert tools["search_all"].description == spec.description
-    assert set(schema["properties"]) == set(spec.params.model_fields)
-    assert schema["required"] == ["query"]
-    assert schema["properties"]["query"]["description"]
+CALLS = (
+    ("search_all", {"query": "waist circumference", "sources": ["ukb"], "limit": 3}),
+    ("search_all", {"query": "lung", "sources": ["nowhere"]}),  # a typed error
+    ("get_release_info", {}),
+)
 
 
-async def test_a_call_returns_the_core_payload(mcp_server: MCPServer, release: Release) -> None:
-    arguments = {"query": "waist circumference", "sources": ["ukb"], "limit": 3}
-    async with Client(mcp_server) as client:
-        result = await client.call_tool("search_all", arguments)
-    assert not result.is_error
-    assert result.structured_content == json.loads(
-        json.dumps(call_tool(release, "search_all", arguments))
-    )
+def _schemas(tools: list) -> dict[str, dict]:
+    return {
+        tool.name: {
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+            "read_only": tool.annotations.read_only_hint if tool.annotations else None,
+        }
+        for tool in tools
+    }
 
 
-async def test_a_refused_call_is_an_error_with_the_core_json(
-    mcp_server: MCPServer, release: Release
+async def test_the_endpoint_lists_the_core_tools_as_metabundle_mcp_does(
+    served_url: str, release: Release
 ) -> None:
-    arguments = {"query": "lung", "sources": ["nowhere"]}
-    async with Client(mcp_server) as client:
-        result = await client.call_tool("search_all", arguments)
-    assert result.is_error
-    assert json.dumps(call_tool(release, "search_all", arguments)) in result.content[0].text
+    async with Client(served_url + "/-/mcp") as client:
+        listed = _schemas((await client.list_tools()).tools)
+    async with Client(build_server(release)) as client:
+        reference = _schemas((await client.list_tools()).tools)
+    names = [spec.name for spec in release_tools(release)]
+    assert set(names) <= set(listed), "every tool the release offers"
+    assert "execute_sql" in listed, "datasette-mcp's own tools stay"
+    assert {name: listed[name] for name in names} == reference
+    schema = listed["search_all"]["input_schema"]
+    assert "anyOf" not in json.dumps(schema), "plain types, as parameters_schema publishes"
+    assert schema["properties"]["sources"]["type"] == "array"
+
+
+@pytest.mark.parametrize(("tool", "arguments"), CALLS)
+async def test_a_call_answers_as_metabundle_mcp_does(
+    served_url: str, release: Release, tool: str, arguments: dict
+) -> None:
+    async with Client(served_url + "/-/mcp") as client:
+        answer = await client.call_tool(tool, arguments)
+    async with Client(build_server(release)) as client:
+        reference = await client.call_tool(tool, arguments)
+    assert answer.is_error == reference.is_error
+    assert answer.structured_content == reference.structured_content
+    assert [c.text for c in answer.content] == [c.text for c in reference.content]
+    if tool == "search_all" and not answer.is_error:
+        assert answer.structured_content["results"], "the search finds the field"

@@ -216,6 +216,6 @@ async def test_the_index_page_offers_search_and_the_tables(
 ) -> None:
     html = (await datasette.client.get("/")).text
     assert f"<title>{escape(metadata['title'])}" in html
-    assert 'action="/-/search"' in html and 'name="query"' in html
+    assert 'action="/-/search"' in html and 'name="q"' in html
     assert '<a href="/metabundle">metabundle</a>' in html
     assert '<a href="/metabundle/idc_series"' in html

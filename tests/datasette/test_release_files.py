@@ -1,5 +1,6 @@
-"""The release's SQLite file and Datasette files: primary keys, facet and lookup
-indexes, FTS5 tables Datasette detects, and metadata rendered from the registry."""
+"""The release's SQLite file and Datasette files: primary keys, foreign keys, facet
+and lookup indexes, FTS5 tables Datasette detects, and metadata rendered from the
+registry."""
 
 from __future__ import annotations
 
@@ -56,6 +57,29 @@ def test_primary_keys_and_indexes_are_declared(sqlite_db: sqlite3.Connection, ta
             continue
         leading = {cols[0] for cols in indexed} | set(table.primary_key[:1])
         assert facet in leading, f"{table.name}.{facet} is a facet without an index"
+
+
+FOREIGN_KEY_TABLES = [t for t in SQLITE_TABLES if t.foreign_keys]
+
+
+@pytest.mark.parametrize("table", FOREIGN_KEY_TABLES, ids=lambda t: t.name)
+def test_foreign_keys_are_declared_so_datasette_links_rows(
+    sqlite_db: sqlite3.Connection, table
+) -> None:
+    declared = {
+        (row["from"], row["table"], row["to"])
+        for row in sqlite_db.execute(f'PRAGMA foreign_key_list("{table.name}")')
+    }
+    expected = {
+        (key.column, key.table, get_table(key.table).primary_key[0]) for key in table.foreign_keys
+    }
+    assert declared == expected
+    for column, other, other_column in declared:
+        linked, total = sqlite_db.execute(
+            f'SELECT count(o."{other_column}"), count(t."{column}") FROM "{table.name}" t '
+            f'LEFT JOIN "{other}" o ON o."{other_column}" = t."{column}"'
+        ).fetchone()
+        assert total == 0 or linked > 0, f"{table.name}.{column} names rows of {other}"
 
 
 @pytest.mark.parametrize("table", FTS_TABLES, ids=lambda t: t.name)

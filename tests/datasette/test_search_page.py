@@ -43,7 +43,7 @@ async def test_a_paraphrase_finds_results_in_several_sources(
 
 async def test_the_empty_page_is_a_form(datasette: Datasette, release: Release) -> None:
     html = (await datasette.client.get("/-/search")).text
-    assert 'name="query"' in html and '<li class="search-result"' not in html
+    assert 'name="q"' in html and '<li class="search-result"' not in html
     for name, entry in release.manifest["sources"].items():
         assert f'name="sources" value="{name}"' in html
         assert entry["title"] in unescape(html)

@@ -1,0 +1,90 @@
+"""What a row page (``row.html``) shows above Datasette's own row: the entity's title,
+its canonical page at the source, and its related rows.
+
+The title is the row's ``label_column``; the source link its ``url_column`` or, for a
+table without one, its metadata's ``url_template`` filled with the row's values. The
+related sections are the table's ``entity_sections`` of the plugin's metadata: each a
+query of the row's key (``:id``), whose first column may link to another table's row
+pages and which may embed a chart of ``datasette-dashboards`` filtered to the row.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+from urllib.parse import urlencode
+
+from datasette.database import QueryInterrupted
+from datasette.utils import escape_sqlite, tilde_encode, urlsafe_components
+
+from metabundle.datasette_plugin.release_link import PLUGIN_NAME
+from metabundle.datasette_plugin.search_page import safe_url
+
+SECTION_ROWS_SHOWN = 200
+
+
+def _source_url(metadata: dict[str, Any], row: dict[str, Any]) -> str | None:
+    column = metadata.get("url_column")
+    if column and safe_url(row.get(column)):
+        return row[column]
+    template = metadata.get("url_template")
+    if template:
+        try:
+            return safe_url(template.format(**row))
+        except (KeyError, IndexError, ValueError):
+            return None
+    return None
+
+
+async def _section(datasette: Any, database: str, spec: dict[str, Any], key: str) -> dict[str, Any]:
+    """One related section: its columns and rows (first cell linked when ``link``)."""
+    section: dict[str, Any] = {"title": spec["title"], "columns": [], "rows": [], "error": None}
+    try:
+        results = await datasette.get_database(database).execute(spec["sql"], {"id": key})
+    except (sqlite3.Error, QueryInterrupted) as error:
+        section["error"] = f"not available: {error}"
+        return section
+    section["columns"] = list(results.columns)
+    link = spec.get("link")
+    for row in list(results.rows)[:SECTION_ROWS_SHOWN]:
+        values = list(row)
+        url = (
+            datasette.urls.row(database, link, tilde_encode(str(values[0])))
+            if link and values[0] is not None
+            else None
+        )
+        section["rows"].append({"values": values, "url": url})
+    if spec.get("chart") and section["rows"]:
+        query = urlencode({spec.get("filter", "id"): key})
+        section["chart"] = datasette.urls.path(f"/-/dashboards/{spec['chart']}/embed?{query}")
+    return section
+
+
+async def entity_context(datasette: Any, database: str, table: str, request: Any) -> dict[str, Any]:
+    """``entity`` for ``row.html``: title, source link and related sections of the
+    row the request names (empty when the row does not exist)."""
+    db = datasette.get_database(database)
+    keys = await db.primary_keys(table)
+    values = urlsafe_components(request.url_vars.get("pks", ""))
+    if not keys or len(keys) != len(values):
+        return {}
+    where = " and ".join(f"{escape_sqlite(k)} = :k{i}" for i, k in enumerate(keys))
+    params = {f"k{i}": value for i, value in enumerate(values)}
+    found = await db.execute(f"select * from {escape_sqlite(table)} where {where}", params)
+    first = found.first()
+    if first is None:
+        return {}
+    row = dict(zip(found.columns, first, strict=True))
+    metadata = datasette.table_metadata(database, table) or {}
+    label = metadata.get("label_column")
+    specs = ((datasette.plugin_config(PLUGIN_NAME) or {}).get("entity_sections") or {}).get(
+        table, []
+    )
+    sections = [await _section(datasette, database, spec, values[0]) for spec in specs]
+    return {
+        "entity": {
+            "title": row.get(label) if label else None,
+            "source_url": _source_url(metadata, row),
+            "sections": sections if len(keys) == 1 else [],
+        }
+    }
