@@ -203,4 +203,3 @@ def test_an_unreachable_endpoint_is_unavailable() -> None:
     )
     with pytest.raises(EmbeddingsUnavailable, match="unreachable"):
         embedder.embed(["a"])
-
