@@ -23,10 +23,11 @@ relevant ids in the top 10) and MRR, overall and per query kind.
 **Fusion grid** (:func:`fusion_grid`): hybrid weights are chosen by measurement. Within
 the scope the source's hybrid tool searches (its filter mask, its keyword generator),
 alternative fusions are evaluated on the same queries, all through the production
-:func:`metabundle.search.retrieval.rank`: ``weighted`` ``w_kw/w_sem`` (BM25 / best BM25,
-raw cosine clipped at 0), ``minmax`` with the same weights (cosine min-max scaled per
-query over the semantic candidates, ``Fusion.scale_semantic``) and reciprocal rank
-(``rrf``, k=60). Exact identifier matches rank first in all of them, as in ``rank``.
+:func:`metabundle.search.ranking.pipeline.rank` (a policy with the fusion alone):
+``weighted`` ``w_kw/w_sem`` (BM25 / best BM25, raw cosine clipped at 0), ``minmax``
+with the same weights (cosine min-max scaled per query over the semantic candidates,
+``Fusion.scale_semantic``) and reciprocal rank (``rrf``, k=60). Exact identifier
+matches rank first in all of them, as in ``rank``.
 Source-specific extras of a tool (UK Biobank alias boosts, All of Us title fallback,
 answer folding, intent bonus and diversity, OMOP grounding tiers) are not in the grid,
 so a grid row can differ from the tool's own hybrid figure; the row named after the
@@ -44,19 +45,24 @@ from dataclasses import dataclass, field
 from math import log2
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from benchmarks.common import REPO, SEED, latency, timed
-from metabundle.search.release import Release
-from metabundle.search.retrieval import (
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import (
+    AOU_CATALOG,
+    DBGAP_VARIABLES,
+    IDC_SEARCH,
     RRF,
+    SEARCH_ALL,
+    UKB_FIELDS,
     Fusion,
-    KeywordSearch,
-    mask_from_sql,
-    rank,
+    Policy,
 )
+from metabundle.search.release import Release
+from metabundle.search.retrieval import mask_from_sql
 from metabundle.search.tools import call_tool
 
 EVAL_DIR = REPO / "tests" / "eval"
@@ -104,14 +110,17 @@ class MethodCall:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """How a source is evaluated: its tools, result id field and production fusion."""
+    """How a source is evaluated: its tools, result id field and production policy."""
 
     source: str
     kinds: tuple[str, ...]  # search_doc kinds the tools can return
     id_field: str
     methods: tuple[MethodCall, ...]
-    fusion: Fusion  # the production fusion of the source's hybrid
-    fusion_note: str
+    policy: Policy  # the ranking policy of the source's hybrid tool
+
+    @property
+    def fusion(self) -> Fusion:
+        return self.policy.fusion
 
 
 def _per_method(tool: str, **fixed: Any) -> tuple[MethodCall, ...]:
@@ -125,24 +134,20 @@ def _search_all(source: str) -> MethodCall:
 
 
 def source_specs() -> dict[str, SourceSpec]:
-    from metabundle.search.services import dbgap_catalog, idc, ukb
-
     return {
         "ukb": SourceSpec(
             "ukb",
             ("field",),
             "id",
             (*_per_method("search_ukb_fields"), _search_all("ukb")),
-            ukb.UKB_FUSION,
-            "search_ukb_fields: weighted 0.6/0.4 plus id/alias boosts",
+            UKB_FIELDS,
         ),
         "dbgap": SourceSpec(
             "dbgap",
             ("variable", "dataset", "document"),
             "id",
             (*_per_method("search_dbgap_catalog"), _search_all("dbgap")),
-            dbgap_catalog.FUSION,
-            "search_dbgap_catalog: weighted 0.3/0.7",
+            DBGAP_VARIABLES,
         ),
         "aou": SourceSpec(
             "aou",
@@ -157,8 +162,7 @@ def source_specs() -> dict[str, SourceSpec]:
             ),
             "result_id",
             (*_per_method("search_aou_catalog"), _search_all("aou")),
-            RRF,
-            "search_aou_catalog: reciprocal rank plus title fallback, intents, diversity",
+            AOU_CATALOG,
         ),
         "omop": SourceSpec(
             "omop",
@@ -170,16 +174,14 @@ def source_specs() -> dict[str, SourceSpec]:
                 MethodCall("hybrid", "search_all", {"sources": ["omop"], "method": "hybrid"}),
                 MethodCall("ground", "concept_ground", {}),
             ),
-            RRF,
-            "search_all (omop): reciprocal rank",
+            SEARCH_ALL,
         ),
         "idc": SourceSpec(
             "idc",
             ("collection", "analysis_result"),
             "id",
             (*_per_method("search_idc"), _search_all("idc")),
-            idc.IDC_FUSION,
-            "search_idc: weighted 0.5/0.5",
+            IDC_SEARCH,
         ),
     }
 
@@ -364,11 +366,12 @@ class Scope:
     """The documents a source's hybrid tool searches for one case."""
 
     mask: np.ndarray
-    keyword_search: KeywordSearch | None = None
+    keyword: Literal["bm25", "title_substring"] = "bm25"  # the keyword generator
 
 
 def scope_of(release: Release, source: str, target: Target) -> Scope:
     """The filter mask (and keyword generator) of the source's hybrid tool."""
+    from metabundle.search.ranking.policies import DBGAP_DOCUMENTS
     from metabundle.search.services import dbgap_catalog, ukb
     from metabundle.search.services.aou_ranking import AouFilters
     from metabundle.search.services.omop_concepts import concept_doc_mask
@@ -378,8 +381,7 @@ def scope_of(release: Release, source: str, target: Target) -> Scope:
     if source == "dbgap":
         kind = target.kind or "variable"
         mask = dbgap_catalog.scope_mask(release, kind, target.study_id or "")
-        generator = dbgap_catalog.title_substring_candidates if kind == "document" else None
-        return Scope(mask, generator)
+        return Scope(mask, DBGAP_DOCUMENTS.keyword if kind == "document" else "bm25")
     if source == "aou":
         return Scope(mask_from_sql(release, *AouFilters().where()))
     if source == "omop":
@@ -396,18 +398,11 @@ Ranker = Callable[[Release, str, Scope], list[int]]
 
 
 def via_rank(method: str, fusion: Fusion = RRF) -> Ranker:
-    """A ranker calling the production ``rank`` with ``fusion``."""
+    """A ranker calling the production ``rank`` with a policy of ``fusion`` alone."""
 
     def ranker(release: Release, query: str, scope: Scope) -> list[int]:
-        hits, _ = rank(
-            release,
-            query,
-            method=method,
-            mask=scope.mask,
-            limit=K,
-            fusion=fusion,
-            keyword_search=scope.keyword_search,
-        )
+        policy = Policy("grid", fusion, "the fusion alone", keyword=scope.keyword)
+        hits, _ = rank(release, query, policy=policy, method=method, mask=scope.mask, limit=K)
         return [h.docno for h in hits]
 
     return ranker
@@ -452,7 +447,7 @@ def fusion_grid(
         rows[name]["vs_production"] = _paired(per_query[name], per_query["production"])
     return {
         "production": spec.fusion.describe(),
-        "production_note": spec.fusion_note,
+        "production_policy": spec.policy.name,
         "fusions": rows,
         "winner": best,
         "winner_minus_production_ndcg": round(

@@ -41,8 +41,10 @@ import numpy as np
 
 from metabundle.index.fts import KeywordIndex
 from metabundle.index.tokenizer import tokenize
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import OMOP_EMBEDDING
 from metabundle.search.release import Release
-from metabundle.search.retrieval import RRF, Retrieval, rank
+from metabundle.search.retrieval import Retrieval
 from metabundle.search.services.omop_concepts import (
     CONCEPT_COLUMNS,
     ConceptFilter,
@@ -243,11 +245,10 @@ def embedding_matches(
     hits, retrieval = rank(
         release,
         query,
+        policy=OMOP_EMBEDDING,
         method="semantic",
         mask=flt.doc_mask(release),
         limit=limit,
-        fusion=RRF,
-        exact_first=False,
     )
     rows = concepts_by_docno(release, [h.docno for h in hits])
     matches = [
