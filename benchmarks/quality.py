@@ -81,6 +81,19 @@ class Case:
     kind: str
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def provenance(self) -> str:
+        """Where the query came from: ``independent``, ``derived`` or ``unrecorded``."""
+        recorded = self.extra.get("provenance")
+        return (
+            str(recorded.get("kind", "unrecorded")) if isinstance(recorded, dict) else "unrecorded"
+        )
+
+    @property
+    def complete_corpus(self) -> bool:
+        """The answer is only in a build of the complete mirror (``"corpus": "complete"``)."""
+        return self.extra.get("corpus") == "complete"
+
 
 @dataclass(frozen=True)
 class Entity:
@@ -296,6 +309,7 @@ def score_case(ranked: list[str], case: Case) -> dict[str, float]:
     return {
         "ndcg_at_10": ndcg(ranked, case.relevant),
         "recall_at_10": recall(ranked, case.relevant),
+        "hit_at_5": float(any(i in case.relevant for i in ranked[:5])),
         "mrr": reciprocal_rank(ranked, case.relevant),
     }
 
@@ -304,7 +318,7 @@ def aggregate(cases: list[Case], scores: list[dict[str, float]]) -> dict[str, An
     """Mean metrics over all cases and per query kind."""
 
     def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-        names = ("ndcg_at_10", "recall_at_10", "mrr")
+        names = ("ndcg_at_10", "recall_at_10", "hit_at_5", "mrr")
         return {n: round(fmean(r[n] for r in rows), 4) if rows else 0.0 for n in names}
 
     by_kind: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -354,8 +368,50 @@ def run_method(
     result = aggregate(cases, scores)
     result.update(tool=method.tool, args=method.args, errors=dict(errors))
     result["latency"] = latency(samples)
-    result["per_query_ndcg"] = [round(s["ndcg_at_10"], 4) for s in scores]
+    for metric in COMPARED:
+        result[f"per_query_{metric}"] = [round(s[metric], 4) for s in scores]
     return result
+
+
+# -- production hybrid against keyword-only and semantic-only ---------------------------
+
+COMPARED = ("ndcg_at_10", "recall_at_10", "hit_at_5")
+BASELINES = ("keyword", "semantic")
+
+
+def compare_methods(cases: list[Case], methods: dict[str, Any]) -> dict[str, Any]:
+    """Production hybrid against keyword-only and semantic-only on the same queries:
+    means and paired bootstrap intervals of the difference, over the whole set, per
+    query kind and per provenance kind."""
+    groups: dict[str, dict[str, list[int]]] = {"all": {"all": list(range(len(cases)))}}
+    for name, label in (("kind", "kind"), ("provenance", "provenance")):
+        by: dict[str, list[int]] = defaultdict(list)
+        for position, case in enumerate(cases):
+            by[getattr(case, label)].append(position)
+        groups[name] = dict(sorted(by.items()))
+    return {
+        grouping: {value: _compared(methods, positions) for value, positions in members.items()}
+        for grouping, members in groups.items()
+    }
+
+
+def _compared(methods: dict[str, Any], positions: list[int]) -> dict[str, Any]:
+    def values(method: str, metric: str) -> list[float]:
+        return [methods[method][f"per_query_{metric}"][p] for p in positions]
+
+    row: dict[str, Any] = {"queries": len(positions)}
+    for metric in COMPARED:
+        means = {m: round(fmean(values(m, metric)), 4) for m in ("hybrid", *BASELINES)}
+        best = max(BASELINES, key=lambda m: means[m])
+        row[metric] = {
+            **means,
+            **{
+                f"hybrid_vs_{m}": _paired(values("hybrid", metric), values(m, metric))
+                for m in BASELINES
+            },
+            "better_baseline": best,
+        }
+    return row
 
 
 # -- fusion grid ----------------------------------------------------------------------
@@ -457,9 +513,9 @@ def fusion_grid(
 
 
 def _paired(these: list[float], production: list[float]) -> dict[str, Any]:
-    """This fusion against production, query by query: how many queries it beats,
-    loses or ties on ndcg@10, the mean difference and its 95 % paired bootstrap
-    interval (a difference whose interval spans 0 is not established by this set)."""
+    """``these`` against ``production``, query by query: how many queries it beats,
+    loses or ties, the mean difference and its 95 % paired bootstrap interval (a
+    difference whose interval spans 0 is not established by this set)."""
     diff = np.array(these) - np.array(production)
     better, worse = int((diff > 1e-9).sum()), int((diff < -1e-9).sum())
     rng = np.random.default_rng(SEED)
@@ -484,15 +540,15 @@ def evaluate(
     folder: Path = EVAL_DIR,
     sources: Iterable[str] | None = None,
     grid: bool = True,
+    complete_release: Release | None = None,
 ) -> dict[str, Any]:
-    """Methods and fusion grid on every evaluation set whose source the release has."""
+    """Methods, their comparison and the fusion grid on every evaluation set whose
+    source the release has. Queries marked ``"corpus": "complete"`` run only against
+    ``complete_release`` (a build of the complete mirror), as the set
+    ``<source>@complete``; without it they are counted and left out."""
     specs = source_specs()
     in_release = set(release.manifest["sources"])
     wanted = set(sources) if sources is not None else None
-    docno_entity = np.array(
-        [r[0] for r in release.query("SELECT entity_id FROM search_doc ORDER BY docno")],
-        dtype=object,
-    )
     out: dict[str, Any] = {
         "release": str(release.path),
         "version": release.version,
@@ -500,8 +556,10 @@ def evaluate(
         "k": K,
         "sets": {},
         "methods": {},
+        "comparison": {},
         "fusion_grid": {},
         "skipped": {},
+        "complete_release": None if complete_release is None else str(complete_release.path),
     }
     for source, all_cases in load_sets(folder).items():
         if wanted is not None and source not in wanted:
@@ -510,22 +568,49 @@ def evaluate(
             out["skipped"][source] = "no tool spec" if source not in specs else "not in release"
             continue
         spec = specs[source]
-        known = entities(release, source)
-        cases = all_cases[:max_queries] if max_queries else all_cases
-        targets = [target_of(spec, c, known) for c in cases]
-        out["sets"][source] = {
-            "file": str(folder / f"{source}.jsonl"),
-            "queries": len(cases),
-            "queries_in_file": len(all_cases),
-            "kinds": dict(Counter(c.kind for c in cases)),
-            "id_problems": check_ids(spec, all_cases, known),
-        }
-        out["methods"][source] = {
-            m.name: run_method(release, spec, m, cases, targets) for m in spec.methods
-        }
-        if grid:
-            out["fusion_grid"][source] = fusion_grid(release, spec, cases, targets, docno_entity)
+        session = [c for c in all_cases if not c.complete_corpus]
+        complete = [c for c in all_cases if c.complete_corpus]
+        _evaluate_set(out, release, spec, source, session, max_queries, folder, grid)
+        out["sets"][source]["complete_corpus_queries"] = len(complete)
+        if complete and complete_release is not None:
+            name = f"{source}@complete"
+            _evaluate_set(out, complete_release, spec, name, complete, max_queries, folder, False)
     return out
+
+
+def _evaluate_set(
+    out: dict[str, Any],
+    release: Release,
+    spec: SourceSpec,
+    name: str,
+    all_cases: list[Case],
+    max_queries: int | None,
+    folder: Path,
+    grid: bool,
+) -> None:
+    """One set's methods, comparison and (``grid``) fusion grid into ``out``."""
+    known = entities(release, spec.source)
+    cases = all_cases[:max_queries] if max_queries else all_cases
+    targets = [target_of(spec, c, known) for c in cases]
+    out["sets"][name] = {
+        "file": str(folder / f"{spec.source}.jsonl"),
+        "queries": len(cases),
+        "queries_in_file": len(all_cases),
+        "kinds": dict(Counter(c.kind for c in cases)),
+        "provenance": dict(Counter(c.provenance for c in cases)),
+        "id_problems": check_ids(spec, all_cases, known),
+    }
+    out["methods"][name] = {
+        m.name: run_method(release, spec, m, cases, targets) for m in spec.methods
+    }
+    if cases:
+        out["comparison"][name] = compare_methods(cases, out["methods"][name])
+    if grid:
+        docno_entity = np.array(
+            [r[0] for r in release.query("SELECT entity_id FROM search_doc ORDER BY docno")],
+            dtype=object,
+        )
+        out["fusion_grid"][name] = fusion_grid(release, spec, cases, targets, docno_entity)
 
 
 def headline(quality: dict[str, Any], metric: str) -> dict[str, dict[str, float]]:

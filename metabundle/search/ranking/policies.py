@@ -16,8 +16,9 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
    add ``keyword weight × boost``;
 5. **intent signals** (``intents``, hybrid only): a small bonus to items of the data
    type the query names in so many words;
-6. **order**: by score, exact matches first (by ``exact_kind_order``, then score),
-   lifted so that no score rises as rank falls;
+6. **order**: by score, exact matches first (by ``exact_kind_order``, then by score
+   when ``exact_by_score``, else in docno order), lifted so that no score rises as
+   rank falls;
 7. **diversity** (``max_per_title``): at most so many results per (title, domain);
 8. **priors** (``priors``): the source's own structure (UK Biobank: a companion
    field's main field before it, equal titles by participants).
@@ -85,6 +86,7 @@ class Policy:
     keyword_fusion: Fusion | None = None  # several keyword lists fused by this
     exact_first: bool = True
     exact_kind_order: Mapping[str, int] = field(default_factory=dict)  # kind → tier
+    exact_by_score: bool = False  # within a tier: by score, else by docno
     boosts: Mapping[str, float] = field(default_factory=dict)  # "id" / "alias" → boost
     title_fallback: bool = False
     title_similarity_min: float = 0.85
@@ -117,6 +119,10 @@ class Policy:
         """Everything that ranked an answer under ``method``, for ``explain=true``."""
         stages: dict[str, Any] = {
             "exact_first": self.exact_first and method != "semantic",
+            "exact_order": {
+                "kinds": dict(self.exact_kind_order) or None,
+                "by_score": self.exact_by_score,
+            },
             "keyword": None if method == "semantic" else self.keyword,
             "fields": None if method == "semantic" else self.fields,
             "title_fallback": (
@@ -162,6 +168,7 @@ UKB_FIELDS = Policy(
     "stored alias, else 0; then a companion field's main field before it and fields of "
     "one title by participants.",
     keyword_score="bm25_over_best",
+    exact_by_score=True,
     boosts=MappingProxyType({"id": 2.0, "alias": 1.75}),
     priors=("main_field_before_companion", "equal_titles_by_participants"),
 )
@@ -187,6 +194,7 @@ AOU_CATALOG = Policy(
     "question stand for it; exact identifiers first (variables, navigation, support); "
     "at most 2 results per (title, domain).",
     keyword_fusion=RRF,
+    exact_by_score=True,
     exact_kind_order=MappingProxyType(
         {"survey_module": 1, "survey_topic": 1, "domain": 1, "answer": 2}
     ),

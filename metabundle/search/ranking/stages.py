@@ -251,14 +251,17 @@ def apply_intents(hits: dict[int, Hit], rows: Rows, intents: set[str], policy: P
 
 
 def order(hits: dict[int, Hit], exact: list[int], rows: Rows, policy: Policy) -> list[Hit]:
-    """By score, exact matches first (by the policy's kind tiers, then score, then docno),
-    each lifted to the best score so that no score rises as rank falls."""
+    """By score, exact matches first (by the policy's kind tiers, then by score or in
+    docno order), each lifted to the best score so that no score rises as rank falls."""
     ordered = sorted(hits.values(), key=lambda h: (-h.score, h.docno))
     if not exact:
         return ordered
     tiers = policy.exact_kind_order
     matched = [hits[d] for d in exact]
-    matched.sort(key=lambda h: (tiers.get(rows[h.docno]["kind"], 0), -h.score, h.docno))
+    by_score = policy.exact_by_score
+    matched.sort(
+        key=lambda h: (tiers.get(rows[h.docno]["kind"], 0), -h.score if by_score else 0, h.docno)
+    )
     best = max((h.score for h in ordered), default=0.0)
     for hit in matched:
         hit.score = max(hit.score, best)
