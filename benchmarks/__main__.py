@@ -37,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--release", type=Path, default=Path("build/current"), help="release to measure"
     )
+    parser.add_argument(
+        "--complete-release",
+        type=Path,
+        help='a build of the complete mirror for quality queries marked "corpus": "complete"',
+    )
     parser.add_argument("--only", help=f"comma-separated sections of {', '.join(SECTIONS)}")
     parser.add_argument("--skip", help="comma-separated sections to leave out")
     args = parser.parse_args(argv)
@@ -45,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if skip:
         config = dataclasses.replace(config, skip=skip)
     only = _sections(args.only, parser) or SECTIONS
-    report = run(config, args.release, only)
+    report = run(config, args.release, only, args.complete_release)
     print(render(report))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -23,10 +23,11 @@ relevant ids in the top 10) and MRR, overall and per query kind.
 **Fusion grid** (:func:`fusion_grid`): hybrid weights are chosen by measurement. Within
 the scope the source's hybrid tool searches (its filter mask, its keyword generator),
 alternative fusions are evaluated on the same queries, all through the production
-:func:`metabundle.search.retrieval.rank`: ``weighted`` ``w_kw/w_sem`` (BM25 / best BM25,
-raw cosine clipped at 0), ``minmax`` with the same weights (cosine min-max scaled per
-query over the semantic candidates, ``Fusion.scale_semantic``) and reciprocal rank
-(``rrf``, k=60). Exact identifier matches rank first in all of them, as in ``rank``.
+:func:`metabundle.search.ranking.pipeline.rank` (a policy with the fusion alone):
+``weighted`` ``w_kw/w_sem`` (BM25 / best BM25, raw cosine clipped at 0), ``minmax``
+with the same weights (cosine min-max scaled per query over the semantic candidates,
+``Fusion.scale_semantic``) and reciprocal rank (``rrf``, k=60). Exact identifier
+matches rank first in all of them, as in ``rank``.
 Source-specific extras of a tool (UK Biobank alias boosts, All of Us title fallback,
 answer folding, intent bonus and diversity, OMOP grounding tiers) are not in the grid,
 so a grid row can differ from the tool's own hybrid figure; the row named after the
@@ -44,19 +45,24 @@ from dataclasses import dataclass, field
 from math import log2
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from benchmarks.common import REPO, SEED, latency, timed
-from metabundle.search.release import Release
-from metabundle.search.retrieval import (
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import (
+    AOU_CATALOG,
+    DBGAP_VARIABLES,
+    IDC_SEARCH,
     RRF,
+    SEARCH_ALL,
+    UKB_FIELDS,
     Fusion,
-    KeywordSearch,
-    mask_from_sql,
-    rank,
+    Policy,
 )
+from metabundle.search.release import Release
+from metabundle.search.retrieval import mask_from_sql
 from metabundle.search.tools import call_tool
 
 EVAL_DIR = REPO / "tests" / "eval"
@@ -74,6 +80,19 @@ class Case:
     relevant: dict[str, int]
     kind: str
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def provenance(self) -> str:
+        """Where the query came from: ``independent``, ``derived`` or ``unrecorded``."""
+        recorded = self.extra.get("provenance")
+        return (
+            str(recorded.get("kind", "unrecorded")) if isinstance(recorded, dict) else "unrecorded"
+        )
+
+    @property
+    def complete_corpus(self) -> bool:
+        """The answer is only in a build of the complete mirror (``"corpus": "complete"``)."""
+        return self.extra.get("corpus") == "complete"
 
 
 @dataclass(frozen=True)
@@ -104,14 +123,17 @@ class MethodCall:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """How a source is evaluated: its tools, result id field and production fusion."""
+    """How a source is evaluated: its tools, result id field and production policy."""
 
     source: str
     kinds: tuple[str, ...]  # search_doc kinds the tools can return
     id_field: str
     methods: tuple[MethodCall, ...]
-    fusion: Fusion  # the production fusion of the source's hybrid
-    fusion_note: str
+    policy: Policy  # the ranking policy of the source's hybrid tool
+
+    @property
+    def fusion(self) -> Fusion:
+        return self.policy.fusion
 
 
 def _per_method(tool: str, **fixed: Any) -> tuple[MethodCall, ...]:
@@ -125,24 +147,20 @@ def _search_all(source: str) -> MethodCall:
 
 
 def source_specs() -> dict[str, SourceSpec]:
-    from metabundle.search.services import dbgap_catalog, idc, ukb
-
     return {
         "ukb": SourceSpec(
             "ukb",
             ("field",),
             "id",
             (*_per_method("search_ukb_fields"), _search_all("ukb")),
-            ukb.UKB_FUSION,
-            "search_ukb_fields: weighted 0.6/0.4 plus id/alias boosts",
+            UKB_FIELDS,
         ),
         "dbgap": SourceSpec(
             "dbgap",
             ("variable", "dataset", "document"),
             "id",
             (*_per_method("search_dbgap_catalog"), _search_all("dbgap")),
-            dbgap_catalog.FUSION,
-            "search_dbgap_catalog: weighted 0.3/0.7",
+            DBGAP_VARIABLES,
         ),
         "aou": SourceSpec(
             "aou",
@@ -157,8 +175,7 @@ def source_specs() -> dict[str, SourceSpec]:
             ),
             "result_id",
             (*_per_method("search_aou_catalog"), _search_all("aou")),
-            RRF,
-            "search_aou_catalog: reciprocal rank plus title fallback, intents, diversity",
+            AOU_CATALOG,
         ),
         "omop": SourceSpec(
             "omop",
@@ -170,16 +187,14 @@ def source_specs() -> dict[str, SourceSpec]:
                 MethodCall("hybrid", "search_all", {"sources": ["omop"], "method": "hybrid"}),
                 MethodCall("ground", "concept_ground", {}),
             ),
-            RRF,
-            "search_all (omop): reciprocal rank",
+            SEARCH_ALL,
         ),
         "idc": SourceSpec(
             "idc",
             ("collection", "analysis_result"),
             "id",
             (*_per_method("search_idc"), _search_all("idc")),
-            idc.IDC_FUSION,
-            "search_idc: weighted 0.5/0.5",
+            IDC_SEARCH,
         ),
     }
 
@@ -294,6 +309,7 @@ def score_case(ranked: list[str], case: Case) -> dict[str, float]:
     return {
         "ndcg_at_10": ndcg(ranked, case.relevant),
         "recall_at_10": recall(ranked, case.relevant),
+        "hit_at_5": float(any(i in case.relevant for i in ranked[:5])),
         "mrr": reciprocal_rank(ranked, case.relevant),
     }
 
@@ -302,7 +318,7 @@ def aggregate(cases: list[Case], scores: list[dict[str, float]]) -> dict[str, An
     """Mean metrics over all cases and per query kind."""
 
     def mean(rows: list[dict[str, float]]) -> dict[str, float]:
-        names = ("ndcg_at_10", "recall_at_10", "mrr")
+        names = ("ndcg_at_10", "recall_at_10", "hit_at_5", "mrr")
         return {n: round(fmean(r[n] for r in rows), 4) if rows else 0.0 for n in names}
 
     by_kind: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -352,8 +368,50 @@ def run_method(
     result = aggregate(cases, scores)
     result.update(tool=method.tool, args=method.args, errors=dict(errors))
     result["latency"] = latency(samples)
-    result["per_query_ndcg"] = [round(s["ndcg_at_10"], 4) for s in scores]
+    for metric in COMPARED:
+        result[f"per_query_{metric}"] = [round(s[metric], 4) for s in scores]
     return result
+
+
+# -- production hybrid against keyword-only and semantic-only ---------------------------
+
+COMPARED = ("ndcg_at_10", "recall_at_10", "hit_at_5")
+BASELINES = ("keyword", "semantic")
+
+
+def compare_methods(cases: list[Case], methods: dict[str, Any]) -> dict[str, Any]:
+    """Production hybrid against keyword-only and semantic-only on the same queries:
+    means and paired bootstrap intervals of the difference, over the whole set, per
+    query kind and per provenance kind."""
+    groups: dict[str, dict[str, list[int]]] = {"all": {"all": list(range(len(cases)))}}
+    for name, label in (("kind", "kind"), ("provenance", "provenance")):
+        by: dict[str, list[int]] = defaultdict(list)
+        for position, case in enumerate(cases):
+            by[getattr(case, label)].append(position)
+        groups[name] = dict(sorted(by.items()))
+    return {
+        grouping: {value: _compared(methods, positions) for value, positions in members.items()}
+        for grouping, members in groups.items()
+    }
+
+
+def _compared(methods: dict[str, Any], positions: list[int]) -> dict[str, Any]:
+    def values(method: str, metric: str) -> list[float]:
+        return [methods[method][f"per_query_{metric}"][p] for p in positions]
+
+    row: dict[str, Any] = {"queries": len(positions)}
+    for metric in COMPARED:
+        means = {m: round(fmean(values(m, metric)), 4) for m in ("hybrid", *BASELINES)}
+        best = max(BASELINES, key=lambda m: means[m])
+        row[metric] = {
+            **means,
+            **{
+                f"hybrid_vs_{m}": _paired(values("hybrid", metric), values(m, metric))
+                for m in BASELINES
+            },
+            "better_baseline": best,
+        }
+    return row
 
 
 # -- fusion grid ----------------------------------------------------------------------
@@ -364,11 +422,12 @@ class Scope:
     """The documents a source's hybrid tool searches for one case."""
 
     mask: np.ndarray
-    keyword_search: KeywordSearch | None = None
+    keyword: Literal["bm25", "title_substring"] = "bm25"  # the keyword generator
 
 
 def scope_of(release: Release, source: str, target: Target) -> Scope:
     """The filter mask (and keyword generator) of the source's hybrid tool."""
+    from metabundle.search.ranking.policies import DBGAP_DOCUMENTS
     from metabundle.search.services import dbgap_catalog, ukb
     from metabundle.search.services.aou_ranking import AouFilters
     from metabundle.search.services.omop_concepts import concept_doc_mask
@@ -378,8 +437,7 @@ def scope_of(release: Release, source: str, target: Target) -> Scope:
     if source == "dbgap":
         kind = target.kind or "variable"
         mask = dbgap_catalog.scope_mask(release, kind, target.study_id or "")
-        generator = dbgap_catalog.title_substring_candidates if kind == "document" else None
-        return Scope(mask, generator)
+        return Scope(mask, DBGAP_DOCUMENTS.keyword if kind == "document" else "bm25")
     if source == "aou":
         return Scope(mask_from_sql(release, *AouFilters().where()))
     if source == "omop":
@@ -396,18 +454,11 @@ Ranker = Callable[[Release, str, Scope], list[int]]
 
 
 def via_rank(method: str, fusion: Fusion = RRF) -> Ranker:
-    """A ranker calling the production ``rank`` with ``fusion``."""
+    """A ranker calling the production ``rank`` with a policy of ``fusion`` alone."""
 
     def ranker(release: Release, query: str, scope: Scope) -> list[int]:
-        hits, _ = rank(
-            release,
-            query,
-            method=method,
-            mask=scope.mask,
-            limit=K,
-            fusion=fusion,
-            keyword_search=scope.keyword_search,
-        )
+        policy = Policy("grid", fusion, "the fusion alone", keyword=scope.keyword)
+        hits, _ = rank(release, query, policy=policy, method=method, mask=scope.mask, limit=K)
         return [h.docno for h in hits]
 
     return ranker
@@ -452,7 +503,7 @@ def fusion_grid(
         rows[name]["vs_production"] = _paired(per_query[name], per_query["production"])
     return {
         "production": spec.fusion.describe(),
-        "production_note": spec.fusion_note,
+        "production_policy": spec.policy.name,
         "fusions": rows,
         "winner": best,
         "winner_minus_production_ndcg": round(
@@ -462,9 +513,9 @@ def fusion_grid(
 
 
 def _paired(these: list[float], production: list[float]) -> dict[str, Any]:
-    """This fusion against production, query by query: how many queries it beats,
-    loses or ties on ndcg@10, the mean difference and its 95 % paired bootstrap
-    interval (a difference whose interval spans 0 is not established by this set)."""
+    """``these`` against ``production``, query by query: how many queries it beats,
+    loses or ties, the mean difference and its 95 % paired bootstrap interval (a
+    difference whose interval spans 0 is not established by this set)."""
     diff = np.array(these) - np.array(production)
     better, worse = int((diff > 1e-9).sum()), int((diff < -1e-9).sum())
     rng = np.random.default_rng(SEED)
@@ -489,15 +540,15 @@ def evaluate(
     folder: Path = EVAL_DIR,
     sources: Iterable[str] | None = None,
     grid: bool = True,
+    complete_release: Release | None = None,
 ) -> dict[str, Any]:
-    """Methods and fusion grid on every evaluation set whose source the release has."""
+    """Methods, their comparison and the fusion grid on every evaluation set whose
+    source the release has. Queries marked ``"corpus": "complete"`` run only against
+    ``complete_release`` (a build of the complete mirror), as the set
+    ``<source>@complete``; without it they are counted and left out."""
     specs = source_specs()
     in_release = set(release.manifest["sources"])
     wanted = set(sources) if sources is not None else None
-    docno_entity = np.array(
-        [r[0] for r in release.query("SELECT entity_id FROM search_doc ORDER BY docno")],
-        dtype=object,
-    )
     out: dict[str, Any] = {
         "release": str(release.path),
         "version": release.version,
@@ -505,8 +556,10 @@ def evaluate(
         "k": K,
         "sets": {},
         "methods": {},
+        "comparison": {},
         "fusion_grid": {},
         "skipped": {},
+        "complete_release": None if complete_release is None else str(complete_release.path),
     }
     for source, all_cases in load_sets(folder).items():
         if wanted is not None and source not in wanted:
@@ -515,22 +568,49 @@ def evaluate(
             out["skipped"][source] = "no tool spec" if source not in specs else "not in release"
             continue
         spec = specs[source]
-        known = entities(release, source)
-        cases = all_cases[:max_queries] if max_queries else all_cases
-        targets = [target_of(spec, c, known) for c in cases]
-        out["sets"][source] = {
-            "file": str(folder / f"{source}.jsonl"),
-            "queries": len(cases),
-            "queries_in_file": len(all_cases),
-            "kinds": dict(Counter(c.kind for c in cases)),
-            "id_problems": check_ids(spec, all_cases, known),
-        }
-        out["methods"][source] = {
-            m.name: run_method(release, spec, m, cases, targets) for m in spec.methods
-        }
-        if grid:
-            out["fusion_grid"][source] = fusion_grid(release, spec, cases, targets, docno_entity)
+        session = [c for c in all_cases if not c.complete_corpus]
+        complete = [c for c in all_cases if c.complete_corpus]
+        _evaluate_set(out, release, spec, source, session, max_queries, folder, grid)
+        out["sets"][source]["complete_corpus_queries"] = len(complete)
+        if complete and complete_release is not None:
+            name = f"{source}@complete"
+            _evaluate_set(out, complete_release, spec, name, complete, max_queries, folder, False)
     return out
+
+
+def _evaluate_set(
+    out: dict[str, Any],
+    release: Release,
+    spec: SourceSpec,
+    name: str,
+    all_cases: list[Case],
+    max_queries: int | None,
+    folder: Path,
+    grid: bool,
+) -> None:
+    """One set's methods, comparison and (``grid``) fusion grid into ``out``."""
+    known = entities(release, spec.source)
+    cases = all_cases[:max_queries] if max_queries else all_cases
+    targets = [target_of(spec, c, known) for c in cases]
+    out["sets"][name] = {
+        "file": str(folder / f"{spec.source}.jsonl"),
+        "queries": len(cases),
+        "queries_in_file": len(all_cases),
+        "kinds": dict(Counter(c.kind for c in cases)),
+        "provenance": dict(Counter(c.provenance for c in cases)),
+        "id_problems": check_ids(spec, all_cases, known),
+    }
+    out["methods"][name] = {
+        m.name: run_method(release, spec, m, cases, targets) for m in spec.methods
+    }
+    if cases:
+        out["comparison"][name] = compare_methods(cases, out["methods"][name])
+    if grid:
+        docno_entity = np.array(
+            [r[0] for r in release.query("SELECT entity_id FROM search_doc ORDER BY docno")],
+            dtype=object,
+        )
+        out["fusion_grid"][name] = fusion_grid(release, spec, cases, targets, docno_entity)
 
 
 def headline(quality: dict[str, Any], metric: str) -> dict[str, dict[str, float]]:

@@ -27,9 +27,11 @@ from typing import Any
 
 from benchmarks.common import print_and_save
 from benchmarks.quality import _paired, load_sets, ndcg, recall
+from metabundle.search.ranking.merge import distinct_entities, fold_into_parents
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import SEARCH_ALL
 from metabundle.search.release import Release
-from metabundle.search.retrieval import RRF, documents, rank
-from metabundle.search.services.common import distinct_entities, fold_children
+from metabundle.search.retrieval import documents
 from metabundle.search.tools import call_tool
 
 K = 10
@@ -42,9 +44,11 @@ def production(release: Release, query: str) -> list[tuple[str, str]]:
 
 
 def global_ranking(release: Release, query: str) -> list[tuple[str, str]]:
-    hits, _retrieval = rank(release, query, method="hybrid", mask=None, limit=K * 3, fusion=RRF)
+    hits, _retrieval = rank(
+        release, query, policy=SEARCH_ALL, method="hybrid", mask=None, limit=K * 3
+    )
     rows = documents(release, [h.docno for h in hits])
-    kept, _collapsed = distinct_entities(fold_children(release, hits, rows), rows)
+    kept, _collapsed = distinct_entities(fold_into_parents(release, hits, rows), rows)
     return [(rows[h.docno]["source"], rows[h.docno]["entity_id"]) for h in kept[:K]]
 
 

@@ -52,8 +52,9 @@ from benchmarks.common import (
 from benchmarks.quality import entities, load_sets, source_specs, target_of, tool_arguments
 from metabundle.digest import sha256_file
 from metabundle.release.integrity import check_release_files, forget_digests
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import SEARCH_ALL
 from metabundle.search.release import Release
-from metabundle.search.retrieval import RRF, rank
 from metabundle.search.tools import call_tool
 
 FIRST_QUERY = "systolic blood pressure"
@@ -123,7 +124,7 @@ def search_latency(release: Release, n_queries: int, profile_queries: int = 0) -
             "semantic": tool("semantic"),
             "hybrid": tool("hybrid"),
             "rank_hybrid": lambda q: rank(
-                release, q, method="hybrid", mask=None, limit=10, fusion=RRF
+                release, q, policy=SEARCH_ALL, method="hybrid", mask=None, limit=10
             ),
         },
         queries,

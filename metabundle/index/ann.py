@@ -16,6 +16,13 @@ metric (exact for unit vectors and correct for its f16/i8 storage), hnswlib its 
 space; both report ``1 - cosine`` distances, which :meth:`AnnIndex.search` turns into
 cosine scores (higher is better).
 
+Identical vectors (two documents with the same text: a "Yes" answer in many codings,
+one description shared by many dbGaP variables) are indexed once: a group of identical
+rows enters the graph as its first key, and the sidecar's ``duplicates`` lists every
+other key with the key it is a copy of. Search expands each found key to its copies,
+which share its score, so results name every document while the graph holds no
+zero-distance clusters (those saturate HNSW neighbour lists and cost recall).
+
 Determinism: with ``threads=1`` (the default) both backends insert in input order and
 produce byte-identical files for the same input (tested). usearch draws node levels from
 a fixed internal seed (the ``seed`` argument does not apply to it); hnswlib uses ``seed``.
@@ -111,6 +118,12 @@ class AnnIndex(ABC):
     def __init__(self, path: Path, info: dict[str, Any]) -> None:
         self.path = path
         self.info = info
+        copies = info.get("duplicates") or {"keys": [], "of": []}
+        members: dict[int, list[int]] = {}
+        for key, original in zip(copies["keys"], copies["of"], strict=True):
+            members.setdefault(int(original), []).append(int(key))
+        self._copies = {k: np.asarray(v, dtype=np.int64) for k, v in members.items()}
+        self._indexed = int(info.get("indexed", info["count"]))
 
     @property
     def dimension(self) -> int:
@@ -132,9 +145,22 @@ class AnnIndex(ABC):
         count = min(int(k), len(self))
         if count <= 0:
             return np.empty(0, np.int64), np.empty(0, np.float32)
-        keys, distances = self._search(q, count)
+        keys, distances = self._search(q, min(count, self._indexed))
+        keys = keys.astype(np.int64)
         scores = clip_cosine(1.0 - distances.astype(np.float64))
-        return _top_k(keys.astype(np.int64), scores, count)
+        if self._copies:
+            keys, scores = self._with_copies(keys, scores)
+        return _top_k(keys, scores, count)
+
+    def _with_copies(self, keys: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``keys`` and the keys of their identical vectors, each copy at its key's score."""
+        pairs = zip(keys.tolist(), scores, strict=True)
+        extra = [(self._copies[k], s) for k, s in pairs if k in self._copies]
+        if not extra:
+            return keys, scores
+        copy_keys = np.concatenate([c for c, _ in extra])
+        copy_scores = np.concatenate([np.full(len(c), s, np.float32) for c, s in extra])
+        return np.concatenate([keys, copy_keys]), np.concatenate([scores, copy_scores])
 
     @abstractmethod
     def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -218,6 +244,7 @@ def build_ann_index(
         raise ValueError(f"{key_array.shape[0]} keys for {matrix.shape[0]} vectors")
     if key_array.size and (key_array.min() < 0 or np.unique(key_array).size != key_array.size):
         raise ValueError("keys must be unique and non-negative")
+    first, copies = _identical_rows(matrix)
     path = Path(path)
     if path.suffix == ".json":
         raise ValueError("an index path must not end in .json (that names its sidecar)")
@@ -231,22 +258,45 @@ def build_ann_index(
     if backend == "usearch":
         if dtype not in _USEARCH_DTYPES:
             raise ValueError(f"usearch dtype must be one of {_USEARCH_DTYPES}, got {dtype!r}")
-        _atomic_write(path, lambda tmp: _build_usearch(matrix, key_array, tmp, dtype, params))
+        _atomic_write(
+            path, lambda tmp: _build_usearch(matrix[first], key_array[first], tmp, dtype, params)
+        )
         extra = {"dtype": dtype, "metric": "cos"}
     else:
-        _atomic_write(path, lambda tmp: _build_hnswlib(matrix, key_array, tmp, params))
+        _atomic_write(
+            path, lambda tmp: _build_hnswlib(matrix[first], key_array[first], tmp, params)
+        )
         extra = {"dtype": "f32", "metric": "ip", "space": "ip"}
     info = {
         "format": SIDECAR_FORMAT,
         "backend": backend,
         "dimension": int(matrix.shape[1]),
         "count": int(matrix.shape[0]),
+        "indexed": int(first.size),
+        "duplicates": {
+            "keys": key_array[copies[:, 0]].tolist(),
+            "of": key_array[copies[:, 1]].tolist(),
+        },
         **extra,
         "score": "cosine similarity = 1 - distance",
         "params": params,
     }
     text = json.dumps(info, indent=2, sort_keys=True) + "\n"
     _atomic_write(path.with_suffix(".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _identical_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows to index (the first of each group of identical rows, in input order) and
+    the others as ``(row, first row of its group)`` pairs, by row."""
+    if not len(matrix):
+        return np.arange(0), np.empty((0, 2), np.int64)
+    rows = np.ascontiguousarray(matrix).view(
+        np.dtype((np.void, matrix.dtype.itemsize * matrix.shape[1]))
+    )
+    _, first_of_group, group = np.unique(rows.ravel(), return_index=True, return_inverse=True)
+    first = first_of_group[group.ravel()]
+    copy_rows = np.flatnonzero(first != np.arange(len(matrix)))
+    return np.sort(first_of_group), np.stack([copy_rows, first[copy_rows]], axis=1)
 
 
 def _build_usearch(

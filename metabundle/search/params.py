@@ -48,6 +48,11 @@ Query = Annotated[
     Field(description="What to look for: words, a phrase, an identifier or a code."),
 ]
 
+Explain = Annotated[
+    bool,
+    Field(description="Add the ranking policy's rules and score formula to retrieval."),
+]
+
 
 ARRAY_FORMS = "Also accepted as a JSON-encoded list or comma-separated text."
 OBJECT_FORMS = "Also accepted as JSON-encoded text."

@@ -1,16 +1,11 @@
-"""Ranking: exact identifier resolution, BM25 keyword, ANN semantic and their fusion.
+"""Retrieval primitives: filter masks, candidate generators (exact identifiers, BM25,
+title substrings, ANN), the :class:`Hit` with its score breakdown and the ``retrieval``
+block of every search answer. The ranking rules that combine them are in
+:mod:`metabundle.search.ranking` (one policy per tool, one pipeline).
 
-The rules follow the QueryGaP retrieval contract:
-
-- exact identifiers and aliases resolve first (keyword and hybrid);
 - filters are applied before any candidate limit (as boolean masks over docnos);
-- ``hybrid`` fuses keyword and semantic candidates, by weights or by reciprocal rank.
-  Weighted fusion scales BM25 by the query's best score and, by default, cosine
-  min-max over the semantic candidates (cosines of one model bunch in a narrow band,
-  so raw cosine lets any keyword match outweigh the semantic ranking); the choice is
-  per source, by measurement (``benchmarks/README.md``). When query embeddings are
-  unavailable hybrid degrades to keyword and says so, while an explicit ``semantic``
-  request fails instead;
+- when query embeddings are unavailable hybrid degrades to keyword and says so, while
+  an explicit ``semantic`` request fails instead;
 - scores are retrieval signals, not calibrated probabilities.
 """
 
@@ -28,7 +23,6 @@ from metabundle.search.release import Release
 
 Method = Literal["keyword", "semantic", "hybrid"]
 METHODS: tuple[str, ...] = ("keyword", "semantic", "hybrid")
-RRF_K = 60
 LOW_CONFIDENCE_RULE = (
     "no keyword term of the query matches, and the best cosine is below what the closest "
     "0.1 % of random pairs of this release's documents reach: the results are not known "
@@ -38,47 +32,49 @@ MIN_POOL = 50
 MAX_POOL = 1000
 
 
-@dataclass(frozen=True)
-class Fusion:
-    """How hybrid combines its two lists: weighted scores or reciprocal rank."""
-
-    kind: Literal["weighted", "rrf"]
-    keyword_weight: float = 0.5
-    semantic_weight: float = 0.5
-    rrf_k: int = RRF_K
-    scale_semantic: bool = True  # weighted: cosine min-max per query, else raw cosine
-
-    def describe(self) -> dict[str, Any]:
-        if self.kind == "rrf":
-            return {"fusion": "reciprocal_rank", "rrf_k": self.rrf_k}
-        return {
-            "fusion": "weighted",
-            "keyword": self.keyword_weight,
-            "semantic": self.semantic_weight,
-            "semantic_scaling": "min_max" if self.scale_semantic else "raw_cosine",
-        }
-
-
-RRF = Fusion("rrf")
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
 
 
 @dataclass
 class Hit:
-    """One ranked document with the signals that ranked it."""
+    """One ranked document with every signal that ranked it."""
 
     docno: int
     score: float = 0.0
-    keyword: float | None = None
-    semantic: float | None = None
+    keyword: float | None = None  # BM25 (or the keyword generator's own score)
+    semantic: float | None = None  # cosine similarity
     exact: bool = False
+    keyword_scaled: float = 0.0  # keyword over the query's best keyword score
     semantic_scaled: float = 0.0  # cosine min-max scaled over the query's candidates
+    title_similarity: float | None = None
+    via_answers: bool = False  # a folded child's parent, placed by the child's rank
+    intent: list[str] = field(default_factory=list)
+    boost: float = 0.0
+    boost_reason: str | None = None
+    prior: str | None = None  # the prior that placed this hit, if any
 
     def scores(self) -> dict[str, Any]:
+        """The short breakdown most payloads show."""
         return {
             "score": round(float(self.score), 6),
-            "keyword": None if self.keyword is None else round(float(self.keyword), 6),
-            "semantic": None if self.semantic is None else round(float(self.semantic), 6),
+            "keyword": _rounded(self.keyword),
+            "semantic": _rounded(self.semantic),
             "exact_match": self.exact,
+        }
+
+    def breakdown(self) -> dict[str, Any]:
+        """Every signal of the hit."""
+        return {
+            **self.scores(),
+            "keyword_scaled": None if self.keyword is None else round(self.keyword_scaled, 6),
+            "semantic_scaled": round(self.semantic_scaled, 6),
+            "title_similarity": _rounded(self.title_similarity),
+            "via_answers": self.via_answers,
+            "intent": self.intent,
+            "boost": self.boost,
+            "boost_reason": self.boost_reason,
+            "prior": self.prior,
         }
 
 
@@ -90,11 +86,13 @@ class Retrieval:
     effective_method: str
     embedding_provider: str | None
     embedding_model: str | None
-    weights: dict[str, Any] | None
+    policy: str
+    weights: dict[str, Any] | None = None
     degraded: bool = False
     degraded_reason: str | None = None
     candidates: dict[str, int] = field(default_factory=dict)
     low_confidence: bool = False
+    explain: dict[str, Any] | None = None  # the policy's rules, on request
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +100,7 @@ class Retrieval:
             **({"low_confidence_rule": LOW_CONFIDENCE_RULE} if self.low_confidence else {}),
             "method": self.method,
             "effective_method": self.effective_method,
+            "policy": self.policy,
             "embedding_provider": self.embedding_provider,
             "embedding_model": self.embedding_model,
             "weights": self.weights,
@@ -109,6 +108,7 @@ class Retrieval:
             "degraded_reason": self.degraded_reason,
             "candidates": self.candidates,
             "scores_calibrated": False,
+            **({"explain": self.explain} if self.explain is not None else {}),
         }
 
 
@@ -221,121 +221,20 @@ def semantic_or_degrade(
         return []
 
 
-KeywordSearch = Callable[[Release, str, np.ndarray | None, int], list[tuple[int, float]]]
-"""A keyword candidate generator: ``(release, query, mask, k)`` → ``[(docno, score)]``."""
-
-
-# -- fusion ---------------------------------------------------------------------------
-
-
-def _weighted(
-    keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], fusion: Fusion
-) -> dict[int, Hit]:
-    hits: dict[int, Hit] = {}
-    top = max((s for _, s in keyword), default=0.0) or 1.0
-    for docno, score in keyword:
-        hits[docno] = Hit(docno, keyword=score)
-    scaled = min_max(semantic)
-    for docno, score in semantic:
-        hit = hits.setdefault(docno, Hit(docno))
-        hit.semantic = score
-        hit.semantic_scaled = scaled[docno]
-    for hit in hits.values():
-        kw = (hit.keyword or 0.0) / top
-        sem = hit.semantic_scaled if fusion.scale_semantic else max(hit.semantic or 0.0, 0.0)
-        hit.score = fusion.keyword_weight * kw + fusion.semantic_weight * sem
-    return hits
-
-
-def min_max(pairs: list[tuple[int, float]]) -> dict[int, float]:
-    """Scores scaled to 0..1 over the list (all 1.0 when they are equal)."""
-    if not pairs:
-        return {}
-    low = min(score for _, score in pairs)
-    span = max(score for _, score in pairs) - low
-    return {docno: (score - low) / span if span > 0 else 1.0 for docno, score in pairs}
-
-
-def _reciprocal_rank(
-    keyword: list[tuple[int, float]], semantic: list[tuple[int, float]], fusion: Fusion
-) -> dict[int, Hit]:
-    hits: dict[int, Hit] = {}
-    for rank, (docno, score) in enumerate(keyword, start=1):
-        hit = hits.setdefault(docno, Hit(docno))
-        hit.keyword = score
-        hit.score += 1.0 / (fusion.rrf_k + rank)
-    for rank, (docno, score) in enumerate(semantic, start=1):
-        hit = hits.setdefault(docno, Hit(docno))
-        hit.semantic = score
-        hit.score += 1.0 / (fusion.rrf_k + rank)
-    return hits
-
-
-def _single(pairs: list[tuple[int, float]], signal: str) -> dict[int, Hit]:
-    hits = {}
-    for docno, score in pairs:
-        hit = Hit(docno, score=score)
-        setattr(hit, signal, score)
-        hits[docno] = hit
-    return hits
-
-
-def rank(
-    release: Release,
-    query: str,
-    *,
-    method: str,
-    mask: np.ndarray | None,
-    limit: int,
-    fusion: Fusion,
-    exact_first: bool = True,
-    keyword_search: KeywordSearch | None = None,
-) -> tuple[list[Hit], Retrieval]:
-    """Rank documents for ``query`` under ``mask``: the top ``limit`` hits and the
-    retrieval block describing how they were found. ``keyword_search`` replaces BM25
-    as the keyword candidate generator (same signature as :func:`keyword_candidates`)
-    where a contract defines keyword matching differently, e.g. title substrings."""
-    pool = min(MAX_POOL, max(MIN_POOL, limit * 5))
-    provider = release.embedding_provider
-    retrieval = Retrieval(
-        method=method,
-        effective_method=method,
-        embedding_provider=provider if method != "keyword" else None,
-        embedding_model=release.search_info.get("embedding_model") if method != "keyword" else None,
-        weights=fusion.describe() if method == "hybrid" else None,
+def title_substring_candidates(
+    release: Release, query: str, mask: np.ndarray | None, k: int
+) -> list[tuple[int, float]]:
+    """Documents whose title contains the query, ignoring case (every match scores 1),
+    in docno order."""
+    where = "contains(lower(title), ?)"
+    params: list[Any] = [" ".join(query.split()).lower()]
+    if mask is not None:
+        where += " AND docno IN (SELECT unnest(?::INTEGER[]))"
+        params.append(np.flatnonzero(mask).tolist())
+    rows = release.query(
+        f"SELECT docno FROM search_doc WHERE {where} ORDER BY docno LIMIT ?", [*params, k]
     )
-    keyword: list[tuple[int, float]] = []
-    semantic: list[tuple[int, float]] = []
-    if method in ("keyword", "hybrid"):
-        keyword = (keyword_search or keyword_candidates)(release, query, mask, pool)
-    if method in ("semantic", "hybrid"):
-        semantic = semantic_or_degrade(release, query, mask, pool, retrieval)
-        if retrieval.degraded:
-            retrieval.weights = None
-    retrieval.candidates = {"keyword": len(keyword), "semantic": len(semantic)}
-    if method == "keyword" or retrieval.degraded:
-        hits = _single(keyword, "keyword")
-    elif method == "semantic":
-        hits = _single(semantic, "semantic")
-    elif fusion.kind == "rrf":
-        hits = _reciprocal_rank(keyword, semantic, fusion)
-    else:
-        hits = _weighted(keyword, semantic, fusion)
-    ordered = sorted(hits.values(), key=lambda h: (-h.score, h.docno))
-    if exact_first and method != "semantic":
-        exact = exact_matches(release, query, mask)
-        retrieval.candidates["exact"] = len(exact)
-        exact_hits = [hits.get(d) or Hit(d) for d in exact]
-        best = max((h.score for h in ordered), default=0.0)
-        for hit in exact_hits:
-            hit.exact = True
-            hit.score = max(hit.score, best)  # first, and never below a hit after it
-        exact_set = set(exact)
-        ordered = exact_hits + [h for h in ordered if h.docno not in exact_set]
-    retrieval.low_confidence = not any(h.exact for h in ordered) and unmatched(
-        release, query, mask, keyword if method != "semantic" else None, semantic
-    )
-    return ordered[:limit], retrieval
+    return [(int(r[0]), 1.0) for r in rows]
 
 
 def unmatched(
@@ -355,22 +254,8 @@ def unmatched(
     return best is None or threshold is None or best < threshold
 
 
-def interleave_sources(ranked: dict[str, list[Hit]]) -> list[Hit]:
-    """One list from each source's own ranking: every source's first hits, then every
-    source's second, and so on (exact identifier matches before the rest of their
-    round). Within a round hits are ordered by cosine, the one signal on the same scale
-    in every source (one embedding model), then by source name; without embeddings
-    the rounds keep source order. Each hit's ``score`` becomes the reciprocal rank of
-    its round, ``1 / (RRF_K + round)``, so scores never rise as rank falls."""
-    merged = []
-    for source, hits in sorted(ranked.items()):
-        for position, hit in enumerate(hits, start=1):
-            cosine = hit.semantic if hit.semantic is not None else -1.0
-            merged.append(((position, not hit.exact, -cosine, source, hit.docno), hit))
-    merged.sort(key=lambda pair: pair[0])
-    for (position, *_rest), hit in merged:
-        hit.score = 1.0 / (RRF.rrf_k + position)
-    return [hit for _key, hit in merged]
+KeywordSearch = Callable[[Release, str, np.ndarray | None, int], list[tuple[int, float]]]
+"""A keyword candidate generator: ``(release, query, mask, k)`` → ``[(docno, score)]``."""
 
 
 # -- hydration ------------------------------------------------------------------------

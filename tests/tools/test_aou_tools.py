@@ -17,15 +17,17 @@ from typing import Any
 
 import pytest
 
+from metabundle.search.ranking.policies import AOU_CATALOG
 from metabundle.search.release import Release
 from metabundle.search.services.aou import LIST_CAP, MAX_LIMIT
-from metabundle.search.services.aou_ranking import INTENT_BONUS, MAX_PER_TITLE
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
 from tests.support.evaluation import load_eval, ranking_metrics
 
 METHODS = ("keyword", "semantic", "hybrid")
+INTENT_BONUS = AOU_CATALOG.intent_bonus
+MAX_PER_TITLE = AOU_CATALOG.max_per_title
 SMOKING = "Smoking_100CigsLifetime"
 
 

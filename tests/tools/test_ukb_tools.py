@@ -14,14 +14,19 @@ from typing import Any
 import pytest
 
 from benchmarks.quality import recall, reciprocal_rank
+from metabundle.search.ranking.policies import UKB_FIELDS
 from metabundle.search.release import Release
-from metabundle.search.services.ukb import ALIAS_BOOST, FIELD_ID_BOOST, SHOWCASE
+from metabundle.search.services.ukb import SHOWCASE
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
 from tests.support.evaluation import figures_by_kind, load_eval, mean_figures
 
 METHODS = ("keyword", "semantic", "hybrid")
+
+
+FIELD_ID_BOOST = UKB_FIELDS.boosts["id"]
+ALIAS_BOOST = UKB_FIELDS.boosts["alias"]
 
 
 def search(release: Release, query: str, **arguments: Any) -> dict[str, Any]:
@@ -106,8 +111,10 @@ def test_bad_parameters_are_invalid_requests(release: Release, arguments: dict) 
     assert error_code(call_tool(release, "search_ukb_fields", arguments)) == "invalid_request"
 
 
-def test_retrieval_block_reports_weights_boosts_and_the_formula(release: Release) -> None:
-    payload = search(release, "systolic blood pressure")
+def test_retrieval_block_names_the_policy_and_explains_it_on_request(release: Release) -> None:
+    short = search(release, "systolic blood pressure")["retrieval"]
+    assert short["policy"] == "ukb_fields" and "explain" not in short
+    payload = search(release, "systolic blood pressure", explain=True)
     block = payload["retrieval"]
     assert block["effective_method"] == "hybrid" and not block["degraded"]
     assert block["weights"] == {
@@ -116,26 +123,27 @@ def test_retrieval_block_reports_weights_boosts_and_the_formula(release: Release
         "semantic": 0.4,
         "semantic_scaling": "min_max",
     }
-    assert block["boosts"] == {"field_id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
-    assert "0.6 * (keyword + boost) + 0.4 * semantic" in block["score_formula"]
+    assert block["explain"]["stages"]["boosts"] == {"id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
+    assert "0.6 * (keyword + boost) + 0.4 * semantic" in block["explain"]["score_formula"]
     assert block["scores_calibrated"] is False
     for item in payload["results"]:
         s = item["scores"]
-        expected = 0.6 * ((s["keyword"] or 0) + s["boost"]) + 0.4 * s["semantic_scaled"]
         assert 0 <= s["semantic_scaled"] <= 1
-        assert s["score"] == pytest.approx(expected, abs=1e-5)
+        if "prior" not in s:  # a prior places a field at the score of the place it takes
+            expected = 0.6 * ((s["keyword"] or 0) + s["boost"]) + 0.4 * s["semantic_scaled"]
+            assert s["score"] == pytest.approx(expected, abs=1e-5)
     scores = [item["scores"]["score"] for item in payload["results"]]
     assert scores == sorted(scores, reverse=True)
 
 
-def test_keyword_and_semantic_report_their_own_weights(release: Release) -> None:
-    keyword = search(release, "31", method="keyword")["retrieval"]
-    assert keyword["weights"] == {"keyword": 1.0, "semantic": 0.0}
-    assert keyword["boosts"] == {"field_id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
+def test_keyword_and_semantic_explain_their_own_rules(release: Release) -> None:
+    keyword = search(release, "31", method="keyword", explain=True)["retrieval"]
+    assert keyword["weights"] is None
+    assert keyword["explain"]["stages"]["boosts"] == {"id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
     assert keyword["embedding_model"] is None
-    semantic = search(release, "sex of participant", method="semantic")
-    assert semantic["retrieval"]["weights"] == {"keyword": 0.0, "semantic": 1.0}
-    assert semantic["retrieval"]["boosts"] is None
+    semantic = search(release, "sex of participant", method="semantic", explain=True)
+    assert semantic["retrieval"]["weights"] is None
+    assert semantic["retrieval"]["explain"]["stages"]["boosts"] is None
     assert all(item["scores"]["boost"] == 0 for item in semantic["results"])
 
 
@@ -143,10 +151,11 @@ def test_hybrid_degrades_to_keyword_and_semantic_fails_without_embeddings(
     release: Release, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("METABUNDLE_EMBEDDINGS_ENABLED", "0")
-    payload = search(release, "p21001_i0")
+    payload = search(release, "p21001_i0", explain=True)
     assert payload["retrieval"]["degraded"] is True
     assert payload["retrieval"]["effective_method"] == "keyword"
-    assert payload["retrieval"]["boosts"] == {"field_id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
+    boosts = payload["retrieval"]["explain"]["stages"]["boosts"]
+    assert boosts == {"id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
     assert payload["results"][0]["id"] == 21001
     failed = call_tool(release, "search_ukb_fields", {"query": "bmi", "method": "semantic"})
     assert error_code(failed) == "embeddings_unavailable"
@@ -455,7 +464,7 @@ def test_equal_titles_rank_by_participants(release: Release) -> None:
 
 
 def test_companion_qualifiers_are_mined_from_the_schema(release: Release) -> None:
-    from metabundle.search.services.ukb_priors import companions
+    from metabundle.search.ranking.priors import companions
 
     qualifiers = {suffix for _main, suffix in companions(release).main_of.values()}
     assert {"aliquot", "assay date", "missing reason", "correction level"} <= qualifiers

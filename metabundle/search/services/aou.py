@@ -3,7 +3,7 @@
 They follow the All of Us part of the QueryGaP retrieval contract: search the public
 Data Browser catalogue (``aou_item`` and its search documents), then fetch one item by
 its opaque ``result_id`` for identifiers, links, answer choices, scale membership and
-concept relationships. Ranking lives in :mod:`.aou_ranking`. Navigation (modules,
+concept relationships. Ranking goes through :mod:`.aou_ranking`. Navigation (modules,
 topics, domains) and support (answers) hits carry ``is_variable: false`` and must not
 be described as variables. Every list of an item is capped and carries its total.
 
@@ -19,10 +19,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from metabundle.search.errors import invalid, not_found
-from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.release import Release
+from metabundle.search.retrieval import Hit
 from metabundle.search.services.aou_identifiers import resolve_identifier
-from metabundle.search.services.aou_ranking import ITEM_COLUMNS, AouFilters, AouHit, rank_items
+from metabundle.search.services.aou_ranking import ITEM_COLUMNS, AouFilters, rank_items
 from metabundle.search.tools import tool
 
 GROUP = "aou"
@@ -78,6 +79,7 @@ class SearchAouParams(Params):
             "...); requires variable_type=ehr.",
         ),
     ] = None
+    explain: Explain = False
 
 
 class GetAouItemParams(Params):
@@ -127,9 +129,14 @@ def _filters(release: Release, params: SearchAouParams) -> AouFilters:
     )
 
 
-def _result(position: int, hit: AouHit, row: dict[str, Any]) -> dict[str, Any]:
+def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
     fields = {name: row[name] for name in ITEM_COLUMNS}
-    return {"rank": position, **fields, "scores": hit.scores()}
+    signals = hit.breakdown()
+    scores = {
+        **hit.scores(),
+        **{name: signals[name] for name in ("title_similarity", "via_answers", "intent")},
+    }
+    return {"rank": position, **fields, "scores": scores}
 
 
 @tool(
@@ -150,7 +157,12 @@ def _result(position: int, hit: AouHit, row: dict[str, Any]) -> dict[str, Any]:
 def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, Any]:
     filters = _filters(release, params)
     hits, rows, retrieval = rank_items(
-        release, params.query, method=params.method, filters=filters, limit=params.limit
+        release,
+        params.query,
+        method=params.method,
+        filters=filters,
+        limit=params.limit,
+        explain=params.explain,
     )
     results = [_result(i, h, rows[h.docno]) for i, h in enumerate(hits, start=1)]
     return {

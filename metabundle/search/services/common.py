@@ -4,37 +4,21 @@ cross-source search that ranks every source in one list."""
 from __future__ import annotations
 
 import difflib
-import re
-from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from metabundle.schemas import Target, duckdb_type, get_table
 from metabundle.search.errors import invalid, not_found
-from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.ranking.merge import MERGE, rank_all
 from metabundle.search.release import Release
-from metabundle.search.retrieval import (
-    RRF,
-    Hit,
-    combine,
-    documents,
-    interleave_sources,
-    mask_from_sql,
-    rank,
-    source_mask,
-)
+from metabundle.search.retrieval import mask_from_sql
 from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS
 from metabundle.search.sql_pool import run_sql
 from metabundle.search.tools import tool
-from metabundle.sources.registry import get_source
 
 SNIPPET_CHARS = 300
-DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
-MERGE = "each source ranked on its own, then interleaved by rank (ties by cosine)"
-"""How search_all makes one list of the sources' rankings, as its retrieval block says."""
-VERSION_MARK = re.compile(r"\.[vp]\d+")
-"""A dbGaP version mark in an accession: ``.v4`` or ``.p2``."""
 GROUP = "release"
 
 
@@ -198,6 +182,7 @@ class SearchAllParams(Params):
         Field(max_length=20, description="Restrict to these kinds, e.g. variable, field."),
     ] = None
     limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    explain: Explain = False
 
 
 @tool(
@@ -217,94 +202,24 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
     kinds_mask = (
         mask_from_sql(release, "list_contains(?, kind)", [params.kinds]) if params.kinds else None
     )
-    ranked: dict[str, list[Hit]] = {}
-    rows: dict[int, dict[str, Any]] = {}
-    collapsed: dict[int, int] = {}
-    candidates: dict[str, int] = {}  # summed over the sources
-    confident = False  # some source matched the query
-    retrieval = None
-    for source in params.sources or available:
-        mask = combine(source_mask(release, [source]), kinds_mask)
-        hits, retrieval = rank(
-            release,
-            params.query,
-            method=params.method,
-            mask=mask,
-            limit=params.limit * DIVERSITY_POOL,
-            fusion=RRF,
-        )
-        confident = confident or not retrieval.low_confidence
-        for signal, count in retrieval.candidates.items():
-            candidates[signal] = candidates.get(signal, 0) + count
-        rows.update(documents(release, [h.docno for h in hits]))
-        ranked[source], versions = distinct_entities(fold_children(release, hits, rows), rows)
-        collapsed.update(versions)
-    assert retrieval is not None  # a release has at least one source
-    retrieval.candidates = candidates
-    retrieval.low_confidence = not confident
-    kept = interleave_sources(ranked)[: params.limit]
+    merged = rank_all(
+        release,
+        params.query,
+        method=params.method,
+        sources=params.sources or available,
+        kinds_mask=kinds_mask,
+        limit=params.limit,
+        explain=params.explain,
+    )
     results = []
-    for position, hit in enumerate(kept, start=1):
-        item = result_item(position, rows[hit.docno], hit.scores())
-        if collapsed.get(hit.docno):
-            item["versions_collapsed"] = collapsed[hit.docno]
+    for position, hit in enumerate(merged.hits, start=1):
+        item = result_item(position, merged.rows[hit.docno], hit.scores())
+        if merged.collapsed.get(hit.docno):
+            item["versions_collapsed"] = merged.collapsed[hit.docno]
         results.append(item)
     return {
         "query": params.query,
-        "retrieval": {**retrieval.to_json(), "merge": MERGE},
+        "retrieval": {**merged.retrieval.to_json(), "merge": MERGE},
         "results": results,
-        "versions_collapsed": sum(collapsed.get(h.docno, 0) for h in kept),
+        "versions_collapsed": sum(merged.collapsed.get(h.docno, 0) for h in merged.hits),
     }
-
-
-def fold_children(release: Release, hits: list[Hit], rows: dict[int, dict[str, Any]]) -> list[Hit]:
-    """Replace hits of a source's folded kinds by their parent documents, once each;
-    the parents' rows are added to ``rows``."""
-    parent_ids = {
-        h.docno: f"{row['source']}:{folded}:{row['parent_id']}"
-        for h in hits
-        if (row := rows[h.docno])["parent_id"]
-        and (folded := get_source(row["source"]).folded_kinds.get(row["kind"]))
-    }
-    if not parent_ids:
-        return hits
-    found = dict(
-        release.query(
-            "SELECT doc_id, docno FROM search_doc WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))",
-            [sorted(set(parent_ids.values()))],
-        )
-    )
-    folded: list[Hit] = []
-    seen: set[int] = set()
-    for hit in hits:
-        docno = found.get(parent_ids.get(hit.docno, ""), hit.docno)
-        if docno not in seen:
-            seen.add(docno)
-            folded.append(replace(hit, docno=docno) if docno != hit.docno else hit)
-    missing = [h.docno for h in folded if h.docno not in rows]
-    rows.update(documents(release, missing))
-    return folded
-
-
-def entity_key(row: dict[str, Any]) -> tuple[str, str, str]:
-    """What stays the same across the versions of one entity: its source, kind and id
-    without version marks, and without the study version an entity is published in
-    (``phs000286.v7.p2/phv00124545.v4.p2`` and ``phs000286.v6.p2/phv00124545.v3.p2``
-    are one dbGaP variable)."""
-    last = row["entity_id"].rsplit("/", 1)[-1]
-    return (row["source"], row["kind"], VERSION_MARK.sub("", last))
-
-
-def distinct_entities(
-    hits: list[Hit], rows: dict[int, dict[str, Any]]
-) -> tuple[list[Hit], dict[int, int]]:
-    """The best hit per entity, and how many other versions of it were collapsed into
-    each kept hit (by docno). Distinct entities that share a title are all kept."""
-    kept: dict[tuple[str, str, str], Hit] = {}
-    collapsed: dict[int, int] = {}
-    for hit in hits:
-        key = entity_key(rows[hit.docno])
-        first = kept.setdefault(key, hit)
-        if first is not hit:
-            collapsed[first.docno] = collapsed.get(first.docno, 0) + 1
-    return list(kept.values()), collapsed

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from metabundle.search.jsonsafe import to_json_value
-from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.release import Release
 from metabundle.search.services.dbgap_catalog import rank_in_study, result_items, variable_stats
 from metabundle.search.services.dbgap_studies import (
@@ -261,6 +261,7 @@ class CatalogParams(Params):
             "(counts, mean, median, range, value counts; variables only)."
         ),
     ] = False
+    explain: Explain = False
 
 
 @tool(
@@ -279,7 +280,7 @@ def search_dbgap_catalog(release: Release, params: CatalogParams) -> dict[str, A
     study = versioned_study(release, params.study_id, "search_dbgap_catalog")
     searched, in_scope = scope_for(release, study, params.kind)
     hits, retrieval = rank_in_study(
-        release, params.kind, searched, params.query, params.method, params.limit
+        release, params.kind, searched, params.query, params.method, params.limit, params.explain
     )
     results = result_items(release, params.kind, hits)
     if params.include_stats and params.kind == "variable":

@@ -1,11 +1,12 @@
 """Search inside one dbGaP study version: ranking of its variables, datasets or
 documents, and the result items with their provenance and, on request, statistics.
 
-Ranking follows the QueryGaP contract: variables and datasets by BM25 keyword,
-semantic (description embeddings, name fallback) or hybrid 0.3 keyword / 0.7 semantic;
-documents by a case-insensitive title substring (keyword) and title-only embeddings
-(semantic). The study scope is a mask over ``search_doc.study_id``, applied before any
-candidate limit.
+Ranking follows the QueryGaP contract through the ``dbgap_catalog`` and
+``dbgap_documents`` policies of :mod:`metabundle.search.ranking.policies`: variables
+and datasets by BM25 keyword, semantic (description embeddings, name fallback) or
+hybrid 0.3 keyword / 0.7 semantic; documents by a case-insensitive title substring
+(keyword) and title-only embeddings (semantic). The study scope is a mask over
+``search_doc.study_id``, applied before any candidate limit.
 """
 
 from __future__ import annotations
@@ -15,18 +16,12 @@ from typing import Any
 import numpy as np
 
 from metabundle.search.jsonsafe import to_json_value
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import DBGAP_DOCUMENTS, DBGAP_VARIABLES
 from metabundle.search.release import Release
-from metabundle.search.retrieval import (
-    Fusion,
-    Hit,
-    Retrieval,
-    documents,
-    mask_from_sql,
-    rank,
-)
+from metabundle.search.retrieval import Hit, Retrieval, documents, mask_from_sql
 from metabundle.search.services.dbgap_studies import study_index
 
-FUSION = Fusion("weighted", 0.3, 0.7)
 DESCRIPTION_CHARS = 600
 MAX_CONSENT_GROUPS = 12
 MAX_VALUES = 20
@@ -95,34 +90,24 @@ def scope_mask(release: Release, kind: str, study_id: str) -> np.ndarray:
     )
 
 
-def title_substring_candidates(
-    release: Release, query: str, mask: np.ndarray | None, k: int
-) -> list[tuple[int, float]]:
-    """The contract's keyword rule for documents: the title contains the query,
-    ignoring case (every match scores 1)."""
-    where = "contains(lower(title), ?)"
-    params: list[Any] = [" ".join(query.split()).lower()]
-    if mask is not None:
-        where += " AND docno IN (SELECT unnest(?::INTEGER[]))"
-        params.append(np.flatnonzero(mask).tolist())
-    rows = release.query(
-        f"SELECT docno FROM search_doc WHERE {where} ORDER BY docno LIMIT ?", [*params, k]
-    )
-    return [(int(r[0]), 1.0) for r in rows]
-
-
 def rank_in_study(
-    release: Release, kind: str, study_id: str, query: str, method: str, limit: int
+    release: Release,
+    kind: str,
+    study_id: str,
+    query: str,
+    method: str,
+    limit: int,
+    explain: bool = False,
 ) -> tuple[list[Hit], Retrieval]:
     """Hits of ``kind`` in ``study_id`` and the retrieval block."""
     return rank(
         release,
         query,
+        policy=DBGAP_DOCUMENTS if kind == "document" else DBGAP_VARIABLES,
         method=method,
         mask=scope_mask(release, kind, study_id),
         limit=limit,
-        fusion=FUSION,
-        keyword_search=title_substring_candidates if kind == "document" else None,
+        explain=explain,
     )
 
 

@@ -17,9 +17,11 @@ from pydantic import Field, StringConstraints
 from metabundle.schemas import duckdb_type, quote_identifier
 from metabundle.schemas.idc import IDC_SERIES
 from metabundle.search.errors import not_found
-from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import IDC_SEARCH
 from metabundle.search.release import Release
-from metabundle.search.retrieval import Fusion, documents, mask_from_sql, rank
+from metabundle.search.retrieval import documents, mask_from_sql
 from metabundle.search.services.common import result_item
 from metabundle.search.services.idc_common import (
     GROUP,
@@ -54,9 +56,6 @@ Offset = Annotated[
     clamp(0, MAX_OFFSET),
 ]
 DESCRIPTION_CHARS = 300
-# Raw cosine here: min-max scaling lowered paraphrase nDCG@10 on the IDC evaluation set
-# (0.705 → 0.682), unlike dbGaP and UK Biobank (benchmarks/README.md).
-IDC_FUSION = Fusion("weighted", keyword_weight=0.5, semantic_weight=0.5, scale_semantic=False)
 ATTRIBUTES_NOTE = (
     "These are the columns of idc_series (one row per DICOM series) that build_cohort, "
     "get_attribute_values, get_cohort_urls, get_citations and get_licenses filter on. A "
@@ -448,6 +447,7 @@ class SearchIdcParams(Params):
         Field(description="Restrict to collections or to analysis results."),
     ] = None
     limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    explain: Explain = False
 
 
 def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -494,10 +494,11 @@ def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
     hits, retrieval = rank(
         release,
         params.query,
+        policy=IDC_SEARCH,
         method=params.method,
         mask=mask,
         limit=params.limit,
-        fusion=IDC_FUSION,
+        explain=params.explain,
     )
     rows = documents(release, [h.docno for h in hits])
     details = _details(release, list(rows.values()))

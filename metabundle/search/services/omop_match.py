@@ -41,8 +41,11 @@ import numpy as np
 
 from metabundle.index.fts import KeywordIndex
 from metabundle.index.tokenizer import tokenize
+from metabundle.search.ranking.concepts import ideal_score, normalized_rank, partial_score
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import OMOP_EMBEDDING
 from metabundle.search.release import Release
-from metabundle.search.retrieval import RRF, Retrieval, rank
+from metabundle.search.retrieval import Retrieval
 from metabundle.search.services.omop_concepts import (
     CONCEPT_COLUMNS,
     ConceptFilter,
@@ -124,23 +127,6 @@ def exact_matches(
 # -- full text ---------------------------------------------------------------------------
 
 
-def ideal_score(index: KeywordIndex, terms: list[str], concepts: np.ndarray) -> float:
-    """The normalizer of BM25 scores: over the distinct ``terms``, the sum of each one's
-    largest weight among ``concepts``, where a term no concept contains counts as much
-    as the heaviest one that some concept does (0.0 when no concept has any term)."""
-    best: list[float] = []
-    for term_id in index.term_ids(terms):
-        start, end = int(index.offsets[term_id]), int(index.offsets[term_id + 1])
-        docs, weights = index.docno[start:end], index.weight[start:end]
-        keep = concepts[docs]
-        if keep.any():
-            best.append(float(weights[keep].max()))
-    if not best:
-        return 0.0
-    unmatched = len(set(terms)) - len(best)
-    return sum(best) + unmatched * max(best)
-
-
 def _ranked_docs(index: KeywordIndex, query: str, mask: np.ndarray) -> Iterator[tuple[int, float]]:
     """BM25 hits in rank order, fetching a larger top-k only when more are needed."""
     k, seen = FULLTEXT_FIRST_POOL, 0
@@ -218,7 +204,7 @@ def fulltext_matches(
         rows = concepts_by_docno(release, [docno for docno, _ in chunk])
         synonyms = synonyms_of(release, [r["concept_id"] for r in rows.values()])
         for docno, score in chunk:
-            normalized = min(1.0, score / ideal)
+            normalized = normalized_rank(score, ideal)
             if normalized < min_rank:
                 return Fulltext(True, matches)
             row = rows.get(docno)
@@ -243,11 +229,10 @@ def embedding_matches(
     hits, retrieval = rank(
         release,
         query,
+        policy=OMOP_EMBEDDING,
         method="semantic",
         mask=flt.doc_mask(release),
         limit=limit,
-        fusion=RRF,
-        exact_first=False,
     )
     rows = concepts_by_docno(release, [h.docno for h in hits])
     matches = [
@@ -296,6 +281,6 @@ def partial_matches(release: Release, query: str, flt: ConceptFilter, *, limit: 
         synonym = row.pop("matched_synonym")
         row.pop("prefix")
         length = row.pop("matched_length")
-        score = min(1.0, len(text) / max(length, 1))
+        score = partial_score(text, length)
         matches.append(Match(row, "synonym" if synonym else "name", synonym, score))
     return matches

@@ -3,25 +3,12 @@
 UK Biobank has tools of its own; it is never represented as a dbGaP study.
 
 Ranking (``search_ukb_fields``) runs over the ``field`` documents of the ``ukb``
-source only, through :func:`metabundle.search.retrieval.rank`, and follows the
-QueryGaP contract for UK Biobank::
-
-    hybrid   score = 0.6 * (keyword + boost) + 0.4 * semantic
-    keyword  score = keyword + boost
-    semantic score = semantic                      (no boosts: cosine only)
-
-where ``keyword`` is the field's BM25 score divided by the best BM25 score of the
-query among fields (so it lies in 0..1), ``semantic`` is the cosine similarity of
-the query with the embedded title and notes — in hybrid scaled min-max over the
-query's semantic candidates, as every weighted fusion does (see
-:mod:`metabundle.search.retrieval`) — and
-``boost`` is :data:`FIELD_ID_BOOST` when the query is the field's id and
-:data:`ALIAS_BOOST` when it is another stored alias (a column name of an extract
-format such as ``f.21001.0.0``, ``21001-0.0``, ``p21001_i0``, ``f21001``, or the
-field's title in the retired data dictionary; case and spacing are ignored).
-Both boosts exceed the highest unboosted score (1.0), so an exact id or alias
-always ranks its field first, which is also what ``rank``'s exact resolution does.
-The weights and boosts are reported in every response's ``retrieval`` block.
+source only, through :func:`metabundle.search.ranking.pipeline.rank` with the
+``ukb_fields`` policy of :mod:`metabundle.search.ranking.policies` (weights, exact id
+and alias boosts, Showcase priors); ``explain=true`` adds its score formula to the
+``retrieval`` block. Aliases are the column names of the extract formats (``f.21001.0.0``,
+``21001-0.0``, ``p21001_i0``, ``f21001``) and the field's title in the retired data
+dictionary; case and spacing are ignored.
 
 Only Showcase URLs (``https://biobank.ndph.ox.ac.uk/ukb/``) are emitted.
 """
@@ -35,31 +22,15 @@ import numpy as np
 from pydantic import Field, StringConstraints
 
 from metabundle.search.errors import invalid, not_found
-from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import UKB_FIELDS
 from metabundle.search.release import Release
-from metabundle.search.retrieval import (
-    Fusion,
-    Hit,
-    documents,
-    keyword_candidates,
-    mask_from_sql,
-    normalize_identifier,
-    rank,
-)
-from metabundle.search.services.ukb_priors import (
-    companions,
-    order_equal_titles,
-    place_main_fields,
-)
+from metabundle.search.retrieval import Hit, documents, mask_from_sql, normalize_identifier
 from metabundle.search.tools import tool
 
 GROUP = "ukb"
 SHOWCASE = "https://biobank.ndph.ox.ac.uk/ukb/"
-KEYWORD_WEIGHT = 0.6
-SEMANTIC_WEIGHT = 0.4
-UKB_FUSION = Fusion("weighted", KEYWORD_WEIGHT, SEMANTIC_WEIGHT)
-FIELD_ID_BOOST = 2.0
-ALIAS_BOOST = 1.75
 FIELD_DOCS = "source = 'ukb' AND kind = 'field'"
 SEARCH_NOTES_CHARS = 400
 DEFAULT_VALUES = 50
@@ -85,14 +56,6 @@ MARKUP = re.compile(r"~([A-Za-z])([^~]*)~")
 MARKUP_WORDS = {"F": "field", "C": "coding", "L": "category", "R": "resource"}
 TAG = re.compile(r"<[^>]*>")
 SPACE = re.compile(r"\s+")
-
-SCORE_FORMULA = (
-    "hybrid: 0.6 * (keyword + boost) + 0.4 * semantic (min-max scaled per query); "
-    "keyword: keyword + boost; "
-    "semantic: cosine only. keyword = BM25 / best BM25 of the query among fields; "
-    f"boost = {FIELD_ID_BOOST} for the exact field id, {ALIAS_BOOST} for another exact "
-    "stored alias, else 0."
-)
 
 # -- helpers --------------------------------------------------------------------------
 
@@ -179,39 +142,26 @@ class SearchUkbFieldsParams(Params):
         ),
     ] = "hybrid"
     limit: Annotated[int, clamp(1, 20), Field(description="Fields to return, 1..20.")] = 10
+    explain: Explain = False
 
 
-def boost_of(hit: Hit, field_id: int, query: str) -> tuple[float, str | None]:
-    """The exact-match boost of a hit and what it was for."""
-    if not hit.exact:
-        return 0.0, None
-    if normalize_identifier(query) == str(field_id):
-        return FIELD_ID_BOOST, "field_id"
-    return ALIAS_BOOST, "alias"
-
-
-def hit_scores(
-    hit: Hit, method: str, keyword_top: float, boost: float, reason: str | None
-) -> dict[str, Any]:
-    """The UK Biobank score of a hit (see the module docstring) and its signals."""
-    keyword = (hit.keyword or 0.0) / keyword_top if keyword_top > 0 else 0.0
-    semantic = max(hit.semantic or 0.0, 0.0)
-    if method == "hybrid":
-        score = KEYWORD_WEIGHT * (keyword + boost) + SEMANTIC_WEIGHT * hit.semantic_scaled
-    elif method == "keyword":
-        score = keyword + boost
-    else:
-        score = semantic
-    return {
-        "score": round(score, 6),
-        "keyword": None if hit.keyword is None else round(keyword, 6),
-        "keyword_bm25": None if hit.keyword is None else round(float(hit.keyword), 6),
-        "semantic_scaled": round(hit.semantic_scaled, 6),
-        "semantic": None if hit.semantic is None else round(float(hit.semantic), 6),
-        "boost": boost,
-        "boost_reason": reason,
-        "exact_match": hit.exact,
+def hit_scores(hit: Hit) -> dict[str, Any]:
+    """The hit's score breakdown as UK Biobank answers show it: ``keyword`` is BM25 over
+    the query's best BM25 among fields, ``keyword_bm25`` the BM25 itself."""
+    signals = hit.breakdown()
+    scores = {
+        "score": signals["score"],
+        "keyword": signals["keyword_scaled"],
+        "keyword_bm25": signals["keyword"],
+        "semantic_scaled": signals["semantic_scaled"],
+        "semantic": signals["semantic"],
+        "boost": signals["boost"],
+        "boost_reason": signals["boost_reason"],
+        "exact_match": signals["exact_match"],
     }
+    if hit.prior:
+        scores["prior"] = hit.prior
+    return scores
 
 
 def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
@@ -239,19 +189,6 @@ def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def retrieval_block(retrieval: dict[str, Any]) -> dict[str, Any]:
-    """``rank``'s block with the UK Biobank weights, boosts and score formula."""
-    method = retrieval["effective_method"]
-    if method == "keyword":
-        retrieval["weights"] = {"keyword": 1.0, "semantic": 0.0}
-    elif method == "semantic":
-        retrieval["weights"] = {"keyword": 0.0, "semantic": 1.0}
-    boosts = {"field_id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
-    retrieval["boosts"] = boosts if method != "semantic" else None
-    retrieval["score_formula"] = SCORE_FORMULA
-    return retrieval
-
-
 @tool(
     "search_ukb_fields",
     "Find UK Biobank Showcase data-fields for a concept, measurement or question "
@@ -266,48 +203,27 @@ def retrieval_block(retrieval: dict[str, Any]) -> dict[str, Any]:
     GROUP,
 )
 def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[str, Any]:
-    mask = field_mask(release)
     hits, retrieval = rank(
         release,
         params.query,
+        policy=UKB_FIELDS,
         method=params.method,
-        mask=mask,
+        mask=field_mask(release),
         limit=params.limit,
-        fusion=UKB_FUSION,
+        explain=params.explain,
     )
-    block = retrieval_block(retrieval.to_json())
-    method = block["effective_method"]
-    keyword_top = 0.0
-    if method != "semantic":
-        best = keyword_candidates(release, params.query, mask, 1)
-        keyword_top = best[0][1] if best else 0.0
     docs = documents(release, [h.docno for h in hits])
     ids = {h.docno: int(docs[h.docno]["entity_id"]) for h in hits}
     rows = fields_by_id(release, list(ids.values()))
     aliases = matched_aliases(release, params.query, [ids[h.docno] for h in hits if h.exact])
-    items = []
-    for hit in hits:
+    results = []
+    for position, hit in enumerate(hits, start=1):
         field_id = ids[hit.docno]
-        boost, reason = boost_of(hit, field_id, params.query)
-        item = search_item(rows[field_id], hit_scores(hit, method, keyword_top, boost, reason))
+        item = {"rank": position, **search_item(rows[field_id], hit_scores(hit))}
         if hit.exact:
             item["matched_alias"] = aliases.get(field_id)
-        items.append(item)
-    items.sort(key=lambda item: -item["scores"]["score"])  # stable: ties keep rank order
-    items = with_priors(release, items, params.query)[: params.limit]
-    results = [{"rank": n, **item} for n, item in enumerate(items, start=1)]
-    return {"query": params.query, "retrieval": block, "results": results}
-
-
-def with_priors(release: Release, items: list[dict[str, Any]], query: str) -> list[dict[str, Any]]:
-    """The Showcase's own structure on top of the scores (:mod:`.ukb_priors`): a
-    companion field's main field before it, equal titles by participants."""
-
-    def item_of(field_id: int) -> dict[str, Any] | None:
-        row = fields_by_id(release, [field_id]).get(field_id)
-        return None if row is None else search_item(row, {})
-
-    return place_main_fields(order_equal_titles(items), query, companions(release), item_of)
+        results.append(item)
+    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
 
 
 # -- get ------------------------------------------------------------------------------

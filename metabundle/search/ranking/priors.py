@@ -1,4 +1,5 @@
-"""Priors of UK Biobank field search, mined from the Showcase schema itself.
+"""Priors of UK Biobank field search (policy ``priors``), mined from the Showcase
+schema itself.
 
 **Companion fields.** A blood-biochemistry result such as 30740 "Glucose" comes with
 companions named after it: "Glucose aliquot", "Glucose assay date", "Glucose
@@ -26,19 +27,18 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from metabundle.index.tokenizer import tokenize
+from metabundle.search.ranking.policies import Policy
 from metabundle.search.release import Release
+from metabundle.search.retrieval import Hit
 
 GROUP_MIN = 3
 QUALIFIER_MIN = 10
 MAX_QUALIFIER_WORDS = 3
-PRIOR = "main_field_of_companion"
-
-Item = dict[str, Any]
+MAIN_FIELD = "main_field_before_companion"
+EQUAL_TITLES = "equal_titles_by_participants"
 
 
 @dataclass(frozen=True)
@@ -105,42 +105,85 @@ def companions(release: Release) -> Companions:
     return found
 
 
+def apply(
+    release: Release, hits: list[Hit], query: str, policy: Policy, candidates: dict[int, Hit]
+) -> list[Hit]:
+    """``hits`` reordered by the priors the policy names (UK Biobank fields only); a
+    field placed from outside ``hits`` keeps its signals from ``candidates``."""
+    if not policy.priors:
+        return hits
+    fields = field_rows(release, hits)
+    if EQUAL_TITLES in policy.priors:
+        hits = order_equal_titles(hits, fields)
+    if MAIN_FIELD in policy.priors:
+        hits = place_main_fields(release, hits, query, fields, candidates)
+    return hits
+
+
+def field_rows(release: Release, hits: list[Hit]) -> dict[int, tuple[int, str, int]]:
+    """docno → (field id, title, participants) of the hits that are UK Biobank fields."""
+    rows = release.query(
+        "SELECT d.docno, f.field_id, f.title, coalesce(f.num_participants, 0) "
+        "FROM search_doc d JOIN ukb_field f ON d.entity_id = f.field_id::VARCHAR "
+        "WHERE d.source = 'ukb' AND d.kind = 'field' "
+        "AND d.docno IN (SELECT unnest(?::INTEGER[]))",
+        [[h.docno for h in hits]],
+    )
+    return {int(docno): (int(f), title, int(n)) for docno, f, title, n in rows}
+
+
+def field_docno(release: Release, field_id: int) -> int | None:
+    rows = release.query(
+        "SELECT docno FROM search_doc WHERE source = 'ukb' AND kind = 'field' AND entity_id = ?",
+        [str(field_id)],
+    )
+    return int(rows[0][0]) if rows else None
+
+
 def place_main_fields(
-    items: list[Item], query: str, found: Companions, item_of: Callable[[int], Item | None]
-) -> list[Item]:
-    """``items`` with each companion's main field placed just before it when the query
-    does not name the companion's qualifier (and the main is not already above)."""
+    release: Release,
+    hits: list[Hit],
+    query: str,
+    fields: dict[int, tuple[int, str, int]],
+    candidates: dict[int, Hit],
+) -> list[Hit]:
+    """``hits`` with each companion's main field placed just before it, at its score,
+    when the query does not name the companion's qualifier (and the main is not
+    already above)."""
+    found = companions(release)
     asked = set(tokenize(query))
-    placed: list[Item] = []
+    by_field = {fields[h.docno][0]: h for h in hits if h.docno in fields}
+    placed: list[Hit] = []
     listed: set[int] = set()
-    for item in items:
-        link = found.main_of.get(item["id"])
+    for hit in hits:
+        link = found.main_of.get(fields[hit.docno][0]) if hit.docno in fields else None
         if link is not None and not set(tokenize(link[1])) <= asked:
-            main_id = link[0]
-            if main_id not in listed:
-                main = next((i for i in items if i["id"] == main_id), None) or item_of(main_id)
-                if main is not None:
-                    scores = {**item["scores"], "prior": PRIOR}
-                    placed.append({**main, "scores": scores})
-                    listed.add(main_id)
-        if item["id"] not in listed:
-            placed.append(item)
-            listed.add(item["id"])
+            main = by_field.get(link[0])
+            if main is None and (docno := field_docno(release, link[0])) is not None:
+                main = candidates.get(docno) or Hit(docno)
+            if main is not None and main.docno not in listed:
+                placed.append(replace(main, score=hit.score, prior=MAIN_FIELD))
+                listed.add(main.docno)
+        if hit.docno not in listed:
+            placed.append(hit)
+            listed.add(hit.docno)
     return placed
 
 
-def order_equal_titles(items: list[Item]) -> list[Item]:
+def order_equal_titles(hits: list[Hit], fields: dict[int, tuple[int, str, int]]) -> list[Hit]:
     """Fields of one title in the places they hold, most participants first; each place
     keeps its score. Exact matches stay where they are."""
     places: dict[str, list[int]] = defaultdict(list)
-    for position, item in enumerate(items):
-        if not item["scores"].get("exact_match"):
-            places[" ".join(item["title"].lower().split())].append(position)
-    ordered = list(items)
+    for position, hit in enumerate(hits):
+        if not hit.exact and hit.docno in fields:
+            places[" ".join(fields[hit.docno][1].lower().split())].append(position)
+    ordered = list(hits)
     for positions in places.values():
         if len(positions) < 2:
             continue
-        group = sorted((items[p] for p in positions), key=lambda i: -(i["participants"] or 0))
-        for position, item in zip(positions, group, strict=True):
-            ordered[position] = {**item, "scores": items[position]["scores"]}
+        group = sorted((hits[p] for p in positions), key=lambda h: -fields[h.docno][2])
+        for position, hit in zip(positions, group, strict=True):
+            moved = hit is not hits[position]
+            prior = EQUAL_TITLES if moved else hit.prior
+            ordered[position] = replace(hit, score=hits[position].score, prior=prior)
     return ordered

@@ -1,0 +1,145 @@
+"""``search_all``'s ranking: each source ranked on its own by :data:`~.policies.SEARCH_ALL`,
+children folded into their parents (a source's ``folded_kinds``), versions of one
+entity collapsed, then the sources interleaved by rank."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import RRF_K, SEARCH_ALL
+from metabundle.search.release import Release
+from metabundle.search.retrieval import Hit, Retrieval, combine, documents, source_mask
+from metabundle.sources.registry import get_source
+
+DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
+MERGE = "each source ranked on its own, then interleaved by rank (ties by cosine)"
+"""How search_all makes one list of the sources' rankings, as its retrieval block says."""
+VERSION_MARK = re.compile(r"\.[vp]\d+")
+"""A dbGaP version mark in an accession: ``.v4`` or ``.p2``."""
+
+Rows = dict[int, dict[str, Any]]
+
+
+@dataclass
+class Merged:
+    """The merged ranking: hits, their ``search_doc`` rows, versions collapsed into
+    each kept hit (by docno) and the retrieval block."""
+
+    hits: list[Hit]
+    rows: Rows
+    retrieval: Retrieval
+    collapsed: dict[int, int] = field(default_factory=dict)
+
+
+def rank_all(
+    release: Release,
+    query: str,
+    *,
+    method: str,
+    sources: list[str],
+    kinds_mask: np.ndarray | None,
+    limit: int,
+    explain: bool = False,
+) -> Merged:
+    """The top ``limit`` hits of ``sources`` for ``query``, one list."""
+    ranked: dict[str, list[Hit]] = {}
+    rows: Rows = {}
+    collapsed: dict[int, int] = {}
+    candidates: dict[str, int] = {}  # summed over the sources
+    confident = False  # some source matched the query
+    retrieval = None
+    for source in sources:
+        mask = combine(source_mask(release, [source]), kinds_mask)
+        hits, retrieval = rank(
+            release,
+            query,
+            policy=SEARCH_ALL,
+            method=method,
+            mask=mask,
+            limit=limit * DIVERSITY_POOL,
+            explain=explain,
+        )
+        confident = confident or not retrieval.low_confidence
+        for signal, count in retrieval.candidates.items():
+            candidates[signal] = candidates.get(signal, 0) + count
+        rows.update(documents(release, [h.docno for h in hits]))
+        ranked[source], versions = distinct_entities(fold_into_parents(release, hits, rows), rows)
+        collapsed.update(versions)
+    assert retrieval is not None  # a release has at least one source
+    retrieval.candidates = candidates
+    retrieval.low_confidence = not confident
+    return Merged(interleave_sources(ranked)[:limit], rows, retrieval, collapsed)
+
+
+def fold_into_parents(release: Release, hits: list[Hit], rows: Rows) -> list[Hit]:
+    """Replace hits of a source's folded kinds by their parent documents, once each;
+    the parents' rows are added to ``rows``."""
+    parent_ids = {
+        h.docno: f"{row['source']}:{folded}:{row['parent_id']}"
+        for h in hits
+        if (row := rows[h.docno])["parent_id"]
+        and (folded := get_source(row["source"]).folded_kinds.get(row["kind"]))
+    }
+    if not parent_ids:
+        return hits
+    found = dict(
+        release.query(
+            "SELECT doc_id, docno FROM search_doc WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))",
+            [sorted(set(parent_ids.values()))],
+        )
+    )
+    folded: list[Hit] = []
+    seen: set[int] = set()
+    for hit in hits:
+        docno = found.get(parent_ids.get(hit.docno, ""), hit.docno)
+        if docno not in seen:
+            seen.add(docno)
+            folded.append(replace(hit, docno=docno) if docno != hit.docno else hit)
+    missing = [h.docno for h in folded if h.docno not in rows]
+    rows.update(documents(release, missing))
+    return folded
+
+
+def entity_key(row: dict[str, Any]) -> tuple[str, str, str]:
+    """What stays the same across the versions of one entity: its source, kind and id
+    without version marks, and without the study version an entity is published in
+    (``phs000286.v7.p2/phv00124545.v4.p2`` and ``phs000286.v6.p2/phv00124545.v3.p2``
+    are one dbGaP variable)."""
+    last = row["entity_id"].rsplit("/", 1)[-1]
+    return (row["source"], row["kind"], VERSION_MARK.sub("", last))
+
+
+def distinct_entities(hits: list[Hit], rows: Rows) -> tuple[list[Hit], dict[int, int]]:
+    """The best hit per entity, and how many other versions of it were collapsed into
+    each kept hit (by docno). Distinct entities that share a title are all kept."""
+    kept: dict[tuple[str, str, str], Hit] = {}
+    collapsed: dict[int, int] = {}
+    for hit in hits:
+        key = entity_key(rows[hit.docno])
+        first = kept.setdefault(key, hit)
+        if first is not hit:
+            collapsed[first.docno] = collapsed.get(first.docno, 0) + 1
+    return list(kept.values()), collapsed
+
+
+def interleave_sources(ranked: dict[str, list[Hit]]) -> list[Hit]:
+    """One list from each source's own ranking: every source's first hits, then every
+    source's second, and so on (exact identifier matches before the rest of their
+    round). Within a round hits are ordered by cosine, the one signal on the same scale
+    in every source (one embedding model), then by source name; without embeddings
+    the rounds keep source order. Each hit's ``score`` becomes the reciprocal rank of
+    its round, ``1 / (RRF_K + round)``, so scores never rise as rank falls."""
+    merged = []
+    for source, hits in sorted(ranked.items()):
+        for position, hit in enumerate(hits, start=1):
+            cosine = hit.semantic if hit.semantic is not None else -1.0
+            merged.append(((position, not hit.exact, -cosine, source, hit.docno), hit))
+    merged.sort(key=lambda pair: pair[0])
+    for (position, *_rest), hit in merged:
+        hit.score = 1.0 / (RRF_K + position)
+    return [hit for _key, hit in merged]

@@ -1,0 +1,244 @@
+"""Every ranking rule of every search tool, in one table (:data:`POLICIES`).
+
+A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline.rank`:
+
+1. **candidates**: exact identifiers and aliases (``exact_first``), the keyword
+   generator (``keyword``: BM25 over title and body, a title term counting
+   :data:`~metabundle.index.fts.TITLE_WEIGHT` times a body term, or a title
+   substring), a Jaro-Winkler title fallback (``title_fallback``) and cosine
+   similarity through the ANN index; all inside the tool's filter mask, before any
+   candidate limit;
+2. **folding** (``fold_kinds``): a child document that matches only through its
+   parent's text (an All of Us answer repeating its question) stands for the parent;
+3. **fusion** (``fusion``; ``keyword_fusion`` for several keyword lists): weighted
+   (BM25 over the query's best BM25, cosine min-max scaled or raw) or reciprocal rank;
+4. **boosts** (``boosts``): exact identifier (``id``) or alias (``alias``) matches
+   add ``keyword weight × boost``;
+5. **intent signals** (``intents``, hybrid only): a small bonus to items of the data
+   type the query names in so many words;
+6. **order**: by score, exact matches first (by ``exact_kind_order``, then by score
+   when ``exact_by_score``, else in docno order), lifted so that no score rises as
+   rank falls;
+7. **diversity** (``max_per_title``): at most so many results per (title, domain);
+8. **priors** (``priors``): the source's own structure (UK Biobank: a companion
+   field's main field before it, equal titles by participants).
+
+``search_all`` ranks each source with :data:`SEARCH_ALL` and merges the rankings
+(:mod:`.merge`). Weights were chosen by measurement (``benchmarks/README.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from metabundle.index.fts import TITLE_WEIGHT
+from metabundle.index.tokenizer import tokenize
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid combines its lists: weighted scores or reciprocal rank."""
+
+    kind: Literal["weighted", "rrf"]
+    keyword_weight: float = 0.5
+    semantic_weight: float = 0.5
+    rrf_k: int = RRF_K
+    scale_semantic: bool = True  # weighted: cosine min-max per query, else raw cosine
+
+    def describe(self) -> dict[str, Any]:
+        if self.kind == "rrf":
+            return {"fusion": "reciprocal_rank", "rrf_k": self.rrf_k}
+        return {
+            "fusion": "weighted",
+            "keyword": self.keyword_weight,
+            "semantic": self.semantic_weight,
+            "semantic_scaling": "min_max" if self.scale_semantic else "raw_cosine",
+        }
+
+
+RRF = Fusion("rrf")
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A data type (``search_doc.variable_type``) a query asks for in so many words."""
+
+    variable_type: str
+    terms: frozenset[str] = frozenset()  # any of these query terms (tokenized)
+    phrases: tuple[str, ...] = ()  # or any of these phrases in the query text
+    titles_of_kind: str | None = None  # or the title of a document of this kind
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One tool's ranking rules; see the module docstring for the stages."""
+
+    name: str
+    fusion: Fusion
+    formula: str
+    keyword: Literal["bm25", "title_substring"] = "bm25"
+    keyword_score: Literal["bm25", "bm25_over_best"] = "bm25"  # keyword-only score
+    keyword_fusion: Fusion | None = None  # several keyword lists fused by this
+    exact_first: bool = True
+    exact_kind_order: Mapping[str, int] = field(default_factory=dict)  # kind → tier
+    exact_by_score: bool = False  # within a tier: by score, else by docno
+    boosts: Mapping[str, float] = field(default_factory=dict)  # "id" / "alias" → boost
+    title_fallback: bool = False
+    title_similarity_min: float = 0.85
+    title_pool: int = 20
+    fold_kinds: Mapping[str, str] = field(default_factory=dict)  # child kind → parent
+    intents: tuple[Intent, ...] = ()
+    intent_bonus: float = 0.0
+    max_per_title: int | None = None
+    priors: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> dict[str, float]:
+        """The document fields the keyword generator reads, with their weights."""
+        if self.keyword == "title_substring":
+            return {"title": 1.0}
+        return {"title": float(TITLE_WEIGHT), "body": 1.0}
+
+    def weights(self, method: str) -> dict[str, Any] | None:
+        """The short description of how ``method`` combined its signals."""
+        if method == "hybrid":
+            weights = self.fusion.describe()
+            if self.intent_bonus:
+                weights["intent_bonus"] = self.intent_bonus
+            return weights
+        if method == "keyword" and self.keyword_fusion is not None:
+            return self.keyword_fusion.describe()
+        return None
+
+    def explain(self, method: str) -> dict[str, Any]:
+        """Everything that ranked an answer under ``method``, for ``explain=true``."""
+        stages: dict[str, Any] = {
+            "exact_first": self.exact_first and method != "semantic",
+            "exact_order": {
+                "kinds": dict(self.exact_kind_order) or None,
+                "by_score": self.exact_by_score,
+            },
+            "keyword": None if method == "semantic" else self.keyword,
+            "fields": None if method == "semantic" else self.fields,
+            "title_fallback": (
+                {"similarity_min": self.title_similarity_min, "pool": self.title_pool}
+                if self.title_fallback and method != "semantic"
+                else None
+            ),
+            "fold_kinds": dict(self.fold_kinds) or None,
+            "boosts": dict(self.boosts) if self.boosts and method != "semantic" else None,
+            "intents": [i.variable_type for i in self.intents]
+            if self.intents and method == "hybrid"
+            else None,
+            "max_per_title": self.max_per_title,
+            "priors": list(self.priors) or None,
+        }
+        return {"policy": self.name, "score_formula": self.formula, "stages": stages}
+
+
+# -- the table --------------------------------------------------------------------------
+
+_AOU_SURVEY = Intent(
+    "survey",
+    frozenset(tokenize("survey surveys question questions questionnaire asked answer")),
+    titles_of_kind="survey_module",
+)
+_AOU_PM = Intent(
+    "physical_measurement",
+    frozenset(tokenize("vitals")),
+    ("physical measurement", "vital sign"),
+)
+_AOU_EHR = Intent(
+    "ehr",
+    frozenset(tokenize("ehr emr snomed loinc rxnorm icd icd9 icd10 icd10cm cpt omop")),
+    ("health record", "medical record"),
+)
+
+UKB_FIELDS = Policy(
+    "ukb_fields",
+    Fusion("weighted", 0.6, 0.4),
+    "hybrid: 0.6 * (keyword + boost) + 0.4 * semantic (min-max scaled per query); "
+    "keyword: keyword + boost; semantic: cosine only. keyword = BM25 / best BM25 of the "
+    "query among fields; boost = 2.0 for the exact field id, 1.75 for another exact "
+    "stored alias, else 0; then a companion field's main field before it and fields of "
+    "one title by participants.",
+    keyword_score="bm25_over_best",
+    exact_by_score=True,
+    boosts=MappingProxyType({"id": 2.0, "alias": 1.75}),
+    priors=("main_field_before_companion", "equal_titles_by_participants"),
+)
+DBGAP_VARIABLES = Policy(
+    "dbgap_catalog",
+    Fusion("weighted", 0.3, 0.7),
+    "hybrid: 0.3 * BM25 / best BM25 + 0.7 * cosine min-max scaled per query; keyword: "
+    "BM25; semantic: cosine. Exact accessions first.",
+)
+DBGAP_DOCUMENTS = Policy(
+    "dbgap_documents",
+    DBGAP_VARIABLES.fusion,
+    "hybrid: 0.3 * title contains the query (1 or 0) + 0.7 * cosine min-max scaled per "
+    "query; keyword: title contains the query; semantic: cosine of the title.",
+    keyword="title_substring",
+)
+AOU_CATALOG = Policy(
+    "aou_catalog",
+    RRF,
+    "keyword: sum of 1 / (60 + rank) over the BM25 and title-similarity lists; hybrid: "
+    "the same over BM25, title similarity and cosine, plus 0.003 for items of a data "
+    "type the query names; semantic: cosine. Answers matching only through their "
+    "question stand for it; exact identifiers first (variables, navigation, support); "
+    "at most 2 results per (title, domain).",
+    keyword_fusion=RRF,
+    exact_by_score=True,
+    exact_kind_order=MappingProxyType(
+        {"survey_module": 1, "survey_topic": 1, "domain": 1, "answer": 2}
+    ),
+    title_fallback=True,
+    fold_kinds=MappingProxyType({"answer": "question"}),
+    intents=(_AOU_SURVEY, _AOU_PM, _AOU_EHR),
+    intent_bonus=0.003,
+    max_per_title=2,
+)
+IDC_SEARCH = Policy(
+    "idc_search",
+    # raw cosine: min-max scaling lowered paraphrase nDCG@10 on the IDC evaluation set
+    # (0.705 → 0.682), unlike dbGaP and UK Biobank (benchmarks/README.md)
+    Fusion("weighted", 0.5, 0.5, scale_semantic=False),
+    "hybrid: 0.5 * BM25 / best BM25 + 0.5 * cosine (raw, clipped at 0); keyword: BM25; "
+    "semantic: cosine. Exact ids and DOIs first.",
+)
+OMOP_EMBEDDING = Policy(
+    "omop_embedding",
+    RRF,
+    "semantic: cosine of the query and the concept (name plus a short synonym).",
+    exact_first=False,
+)
+SEARCH_ALL = Policy(
+    "search_all",
+    RRF,
+    "per source: sum of 1 / (60 + rank) over BM25 and cosine (keyword: BM25; semantic: "
+    "cosine), exact identifiers first; then children folded into their parents, versions "
+    "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
+    "hit scoring 1 / (60 + its round).",
+)
+
+POLICIES: Mapping[str, Policy] = MappingProxyType(
+    {
+        p.name: p
+        for p in (
+            UKB_FIELDS,
+            DBGAP_VARIABLES,
+            DBGAP_DOCUMENTS,
+            AOU_CATALOG,
+            IDC_SEARCH,
+            OMOP_EMBEDDING,
+            SEARCH_ALL,
+        )
+    }
+)
+"""Every policy by name; the ``retrieval`` block of an answer names the one used."""

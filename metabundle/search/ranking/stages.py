@@ -1,0 +1,287 @@
+"""The stages of the ranking pipeline, each applying one part of a :class:`~.policies.Policy`.
+
+They work on candidate lists (``[(docno, score)]``, best first), on :class:`Hit`
+dictionaries and on ``search_doc`` rows (:func:`metabundle.search.retrieval.documents`
+plus each row's ``parent_docno``), never on payloads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from metabundle.index.tokenizer import STOP_WORDS, tokenize
+from metabundle.search.ranking.policies import Fusion, Policy
+from metabundle.search.release import Release
+from metabundle.search.retrieval import DOC_COLUMNS, Hit, normalize_identifier
+
+Pairs = list[tuple[int, float]]
+Rows = dict[int, dict[str, Any]]
+
+# -- candidates: the title-similarity fallback ------------------------------------------
+
+TITLE_SIMILARITY = """
+WITH scope AS (SELECT unnest(?::INTEGER[]) AS docno),
+words AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS word),
+tokens AS (
+    SELECT docno, unnest(regexp_split_to_array(lower(title), '[^a-z0-9]+')) AS token
+    FROM search_doc SEMI JOIN scope USING (docno)
+),
+best AS (
+    SELECT docno, word, max(jaro_winkler_similarity(word, token)) AS similarity
+    FROM tokens, words WHERE length(token) > 1 GROUP BY ALL
+),
+scored AS (
+    SELECT docno, jaro_winkler_similarity(lower(title), ?) AS whole,
+           coalesce(b.words, 0.0) AS words
+    FROM search_doc SEMI JOIN scope USING (docno)
+    LEFT JOIN (SELECT docno, avg(similarity) AS words FROM best GROUP BY docno) b USING (docno)
+)
+SELECT docno, greatest(whole, words) AS similarity FROM scored WHERE similarity >= ?
+ORDER BY similarity DESC, whole DESC, docno LIMIT ?
+"""
+
+
+def query_words(query: str) -> list[str]:
+    """The query's words of three or more letters that are not stop words."""
+    words = re.split(r"[^a-z0-9]+", query.lower())
+    return [w for w in dict.fromkeys(words) if len(w) > 2 and w not in STOP_WORDS]
+
+
+def needs_title_fallback(release: Release, query: str, keyword: Pairs, limit: int) -> bool:
+    """True when BM25 alone may miss: a query term the keyword index has never seen (a
+    misspelling, a run-together word) or fewer keyword candidates than ``limit``."""
+    terms = set(tokenize(query))
+    index = release.keywords
+    if index is None or len(keyword) < limit:
+        return True
+    return len(index.term_ids(sorted(terms))) < len(terms)
+
+
+def title_candidates(
+    release: Release, query: str, mask: np.ndarray | None, policy: Policy
+) -> Pairs:
+    """Up to ``policy.title_pool`` documents whose title is close to the query, best
+    first: the Jaro-Winkler similarity of query and title, or the mean over the query's
+    words of their best Jaro-Winkler similarity to a title word, whichever is higher."""
+    scope = np.flatnonzero(mask) if mask is not None else np.arange(release.n_docs)
+    rows = release.query(
+        TITLE_SIMILARITY,
+        [
+            scope.tolist(),
+            query_words(query),
+            " ".join(query.lower().split()),
+            policy.title_similarity_min,
+            policy.title_pool,
+        ],
+    )
+    return [(int(docno), float(similarity)) for docno, similarity in rows]
+
+
+# -- rows -------------------------------------------------------------------------------
+
+
+def doc_rows(release: Release, docnos: set[int]) -> Rows:
+    """``search_doc`` rows of ``docnos`` with the docno of each one's parent document."""
+    if not docnos:
+        return {}
+    columns = ", ".join(f"d.{name}" for name in DOC_COLUMNS)
+    rows = release.query_dicts(
+        f"SELECT {columns}, p.docno AS parent_docno FROM search_doc d "
+        "LEFT JOIN search_doc p ON p.source = d.source AND p.entity_id = d.parent_id "
+        "WHERE d.docno IN (SELECT unnest(?::INTEGER[]))",
+        [sorted(docnos)],
+    )
+    return {int(row["docno"]): row for row in rows}
+
+
+# -- folding ----------------------------------------------------------------------------
+
+
+def fold_children(
+    lists: dict[str, Pairs], rows: Rows, query: str, policy: Policy
+) -> tuple[dict[str, Pairs], set[int]]:
+    """Each list with children (``policy.fold_kinds``) that match only through their
+    parent's text replaced by that parent (at the child's rank, once); and the parents
+    that gained a place this way. A child whose own title shares a term with the query
+    stays itself, and so do the title list's (it compares the children's own titles)."""
+    terms = set(tokenize(query))
+    folded_into: set[int] = set()
+    result: dict[str, Pairs] = {}
+    for name, pairs in lists.items():
+        if name == "title":
+            result[name] = pairs
+            continue
+        seen: set[int] = set()
+        kept: Pairs = []
+        for docno, score in pairs:
+            target = _stands_for(rows[docno], terms, policy) or docno
+            if target in seen:
+                continue
+            seen.add(target)
+            kept.append((target, score))
+            if target != docno:
+                folded_into.add(target)
+        result[name] = kept
+    return result, folded_into
+
+
+def _stands_for(row: dict[str, Any], terms: set[str], policy: Policy) -> int | None:
+    """The parent a child row stands for, when the query does not name the child."""
+    if row["kind"] not in policy.fold_kinds or row["parent_docno"] is None:
+        return None
+    return None if terms & set(tokenize(row["title"])) else int(row["parent_docno"])
+
+
+# -- fusion -----------------------------------------------------------------------------
+
+
+def min_max(pairs: Pairs) -> dict[int, float]:
+    """Scores scaled to 0..1 over the list (all 1.0 when they are equal)."""
+    if not pairs:
+        return {}
+    low = min(score for _, score in pairs)
+    span = max(score for _, score in pairs) - low
+    return {docno: (score - low) / span if span > 0 else 1.0 for docno, score in pairs}
+
+
+def signals(lists: dict[str, Pairs]) -> dict[int, Hit]:
+    """One hit per document carrying each list's raw signal and the scaled ones."""
+    hits: dict[int, Hit] = {}
+    keyword = lists.get("keyword", [])
+    top = max((s for _, s in keyword), default=0.0)
+    for docno, score in keyword:
+        hit = hits.setdefault(docno, Hit(docno))
+        hit.keyword = score
+        hit.keyword_scaled = score / top if top > 0 else 0.0
+    for docno, score in lists.get("title", []):
+        hits.setdefault(docno, Hit(docno)).title_similarity = score
+    semantic = lists.get("semantic", [])
+    scaled = min_max(semantic)
+    for docno, score in semantic:
+        hit = hits.setdefault(docno, Hit(docno))
+        hit.semantic = score
+        hit.semantic_scaled = scaled[docno]
+    return hits
+
+
+def fuse(hits: dict[int, Hit], lists: dict[str, Pairs], method: str, policy: Policy) -> None:
+    """Set every hit's score: by the method's list alone, or fused by the policy."""
+    if method == "semantic":
+        for hit in hits.values():
+            hit.score = hit.semantic or 0.0
+    elif method == "keyword" and policy.keyword_fusion is None:
+        for hit in hits.values():
+            bm25 = hit.keyword or 0.0
+            hit.score = hit.keyword_scaled if policy.keyword_score == "bm25_over_best" else bm25
+    else:
+        fusion = policy.fusion if method == "hybrid" else policy.keyword_fusion
+        assert fusion is not None
+        if fusion.kind == "rrf":
+            _reciprocal_rank(hits, lists, fusion)
+        else:
+            _weighted(hits, fusion)
+
+
+def _weighted(hits: dict[int, Hit], fusion: Fusion) -> None:
+    for hit in hits.values():
+        cosine = hit.semantic_scaled if fusion.scale_semantic else max(hit.semantic or 0.0, 0.0)
+        hit.score = fusion.keyword_weight * hit.keyword_scaled + fusion.semantic_weight * cosine
+
+
+def _reciprocal_rank(hits: dict[int, Hit], lists: dict[str, Pairs], fusion: Fusion) -> None:
+    for pairs in lists.values():
+        for rank, (docno, _score) in enumerate(pairs, start=1):
+            hits[docno].score += 1.0 / (fusion.rrf_k + rank)
+
+
+# -- boosts and intents -----------------------------------------------------------------
+
+
+def apply_boosts(hits: list[Hit], rows: Rows, query: str, method: str, policy: Policy) -> None:
+    """Exact matches gain ``policy.boosts['id']`` when the query is the entity's id,
+    ``['alias']`` for another identifier, scaled by the keyword weight in hybrid."""
+    if not policy.boosts or method == "semantic":
+        return
+    weight = policy.fusion.keyword_weight if method == "hybrid" else 1.0
+    identifier = normalize_identifier(query)
+    for hit in hits:
+        reason = "id" if identifier == str(rows[hit.docno]["entity_id"]).lower() else "alias"
+        hit.boost, hit.boost_reason = policy.boosts[reason], reason
+        hit.score += weight * hit.boost
+
+
+def query_intents(release: Release, query: str, policy: Policy) -> set[str]:
+    """The data types (``variable_type`` values) the query names in so many words."""
+    text = " ".join(query.lower().split())
+    terms = set(tokenize(query))
+    found = set()
+    for intent in policy.intents:
+        titles = []
+        if intent.titles_of_kind:
+            titles = [
+                title
+                for (title,) in release.query(
+                    "SELECT DISTINCT lower(title) FROM search_doc WHERE kind = ?",
+                    [intent.titles_of_kind],
+                )
+            ]
+        if (
+            terms & intent.terms
+            or any(p in text for p in intent.phrases)
+            or any(t in text for t in titles)
+        ):
+            found.add(intent.variable_type)
+    return found
+
+
+def apply_intents(hits: dict[int, Hit], rows: Rows, intents: set[str], policy: Policy) -> None:
+    """Add ``policy.intent_bonus`` to the hits of a data type the query names."""
+    for hit in hits.values():
+        variable_type = rows[hit.docno]["variable_type"]
+        if variable_type in intents:
+            hit.score += policy.intent_bonus
+            hit.intent.append(f"query names {variable_type}")
+
+
+# -- order ------------------------------------------------------------------------------
+
+
+def order(hits: dict[int, Hit], exact: list[int], rows: Rows, policy: Policy) -> list[Hit]:
+    """By score, exact matches first (by the policy's kind tiers, then by score or in
+    docno order), each lifted to the best score so that no score rises as rank falls."""
+    ordered = sorted(hits.values(), key=lambda h: (-h.score, h.docno))
+    if not exact:
+        return ordered
+    tiers = policy.exact_kind_order
+    matched = [hits[d] for d in exact]
+    by_score = policy.exact_by_score
+    matched.sort(
+        key=lambda h: (tiers.get(rows[h.docno]["kind"], 0), -h.score if by_score else 0, h.docno)
+    )
+    best = max((h.score for h in ordered), default=0.0)
+    for hit in matched:
+        hit.score = max(hit.score, best)
+    done = set(exact)
+    return matched + [h for h in ordered if h.docno not in done]
+
+
+def diversify(ordered: list[Hit], rows: Rows, limit: int, policy: Policy) -> list[Hit]:
+    """The first ``limit`` hits, at most ``policy.max_per_title`` per (title, domain)."""
+    if policy.max_per_title is None:
+        return ordered[:limit]
+    seen: Counter[tuple[str, str | None]] = Counter()
+    kept = []
+    for hit in ordered:
+        row = rows[hit.docno]
+        key = (row["title"].strip().lower(), row["domain"])
+        if seen[key] >= policy.max_per_title:
+            continue
+        seen[key] += 1
+        kept.append(hit)
+        if len(kept) == limit:
+            break
+    return kept

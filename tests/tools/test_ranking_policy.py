@@ -1,0 +1,142 @@
+"""The ranking pipeline and its policy table: every search tool names its policy, the
+table drives the ranking, services hold no ranking arithmetic, scores never rise."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import metabundle.search.services as services
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
+from metabundle.search.release import Release
+from metabundle.search.retrieval import documents, mask_from_sql
+from metabundle.search.tools import call_tool
+
+SEARCHES: list[tuple[str, dict[str, Any], str]] = [
+    ("search_ukb_fields", {"query": "blood glucose"}, "ukb_fields"),
+    ("search_aou_catalog", {"query": "smoking"}, "aou_catalog"),
+    ("search_idc", {"query": "lung ct"}, "idc_search"),
+    ("search_all", {"query": "body mass index"}, "search_all"),
+    (
+        "search_dbgap_catalog",
+        {"query": "blood pressure", "study_id": "phs000286.v7.p2"},
+        "dbgap_catalog",
+    ),
+    (
+        "search_dbgap_catalog",
+        {"query": "protocol", "study_id": "phs000286.v7.p2", "kind": "document"},
+        "dbgap_documents",
+    ),
+    ("embedding_search", {"query": "heart attack"}, "omop_embedding"),
+]
+SIGNAL = re.compile(r"score|weight|boost|bm25|cosine|similarity|rrf", re.IGNORECASE)
+
+
+def call(release: Release, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    payload = call_tool(release, tool, arguments)
+    assert "error" not in payload, payload
+    return payload
+
+
+@pytest.mark.parametrize(("tool", "arguments", "policy"), SEARCHES)
+def test_every_search_tool_names_its_policy_and_explains_it_on_request(
+    release: Release, tool: str, arguments: dict[str, Any], policy: str
+) -> None:
+    short = call(release, tool, arguments)["retrieval"]
+    assert short["policy"] == policy and "explain" not in short
+    if tool == "embedding_search":
+        return  # its parameters are the OMOP contract's
+    explained = call(release, tool, {**arguments, "explain": True})["retrieval"]
+    assert explained["explain"]["policy"] == policy
+    assert explained["explain"]["score_formula"] == POLICIES[policy].formula
+
+
+def test_the_policy_table_drives_the_ranking(release: Release) -> None:
+    aou = mask_from_sql(release, "source = 'aou'", [])
+    production, _ = rank(
+        release, "903096", policy=AOU_CATALOG, method="keyword", mask=aou, limit=20
+    )
+    stricter = replace(AOU_CATALOG, max_per_title=1)
+    strict, _ = rank(release, "903096", policy=stricter, method="keyword", mask=aou, limit=20)
+
+    def most_per_title(hits: list) -> int:
+        rows = documents(release, [h.docno for h in hits])
+        return max(
+            Counter((rows[h.docno]["title"], rows[h.docno]["domain"]) for h in hits).values()
+        )
+
+    assert most_per_title(production) == 2 and most_per_title(strict) == 1
+    fields = mask_from_sql(release, "source = 'ukb' AND kind = 'field'", [])
+    unboosted = replace(UKB_FIELDS, boosts={}, fusion=Fusion("weighted", 0.6, 0.4))
+    boosted, _ = rank(release, "21001", policy=UKB_FIELDS, method="hybrid", mask=fields, limit=3)
+    plain, _ = rank(release, "21001", policy=unboosted, method="hybrid", mask=fields, limit=3)
+    assert boosted[0].exact and boosted[0].boost == UKB_FIELDS.boosts["id"]
+    assert plain[0].exact and plain[0].boost == 0 and plain[0].score < boosted[0].score
+
+
+def _signal_names(node: ast.AST) -> list[str]:
+    found = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            found.append(child.id)
+        elif isinstance(child, ast.Attribute):
+            found.append(child.attr)
+        elif isinstance(child, ast.Subscript) and isinstance(child.slice, ast.Constant):
+            found.append(str(child.slice.value))
+    return [name for name in found if SIGNAL.search(name)]
+
+
+def ranking_arithmetic(source: str) -> list[str]:
+    """Arithmetic on ranking signals, and fusions or policies built, in a module."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp | ast.AugAssign) and _signal_names(node):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+        built = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        if built and node.func.id in ("Fusion", "Policy", "Hit"):
+            found.append(f"line {node.lineno}: builds a {node.func.id}")
+    return found
+
+
+def test_the_check_finds_ranking_arithmetic() -> None:
+    assert ranking_arithmetic("score = 0.6 * hit.keyword + 0.4 * cosine")
+    assert ranking_arithmetic("hit.score += BONUS")
+    assert ranking_arithmetic("FUSION = Fusion('weighted', 0.3, 0.7)")
+    assert not ranking_arithmetic("offset = page * size + 1")
+
+
+def test_services_hold_no_ranking_arithmetic() -> None:
+    folder = Path(services.__file__).parent
+    found = {
+        path.name: problems
+        for path in sorted(folder.glob("*.py"))
+        if (problems := ranking_arithmetic(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}, "ranking rules belong in metabundle/search/ranking"
+
+
+@pytest.mark.parametrize("method", ["keyword", "semantic", "hybrid"])
+@pytest.mark.parametrize(
+    ("tool", "query"),
+    [
+        ("search_ukb_fields", "blood glucose"),
+        ("search_ukb_fields", "qualifications"),
+        ("search_ukb_fields", "21001"),
+        ("search_aou_catalog", "Smoking_100CigsLifetime"),
+        ("search_aou_catalog", "survey questions about sleep"),
+        ("search_idc", "breast mri"),
+    ],
+)
+def test_scores_never_rise_as_rank_falls(
+    release: Release, tool: str, query: str, method: str
+) -> None:
+    results = call(release, tool, {"query": query, "method": method})["results"]
+    scores = [item["scores"]["score"] for item in results]
+    assert results and scores == sorted(scores, reverse=True), scores
