@@ -9,6 +9,7 @@ from metabundle.search.services import (  # noqa: F401
     aou,
     common,
     dbgap,
+    dbgap_across,
     dbgap_variable,
     idc,
     idc_citations,
