@@ -23,10 +23,38 @@ Measure = Callable[[list[Query], str], Figures]
 """(the queries of one kind, a search method) → the mean figures of that method."""
 
 
-def load_eval(source: str) -> list[Query]:
-    """The queries of ``tests/eval/<source>.jsonl``, in file order."""
+CORPORA = ("session", "complete")
+"""Which build answers a line: the session build (six dbGaP studies, every other source
+whole) unless the line says ``"corpus": "complete"`` (only the complete mirror build)."""
+
+
+def corpus_of(query: Query) -> str:
+    """The build a line is evaluated on (see :data:`CORPORA`)."""
+    return query.get("corpus", "session")
+
+
+def load_eval(
+    source: str, corpus: str | None = "session", provenance: str | None = None
+) -> list[Query]:
+    """The queries of ``tests/eval/<source>.jsonl`` answered by ``corpus`` (``None``:
+    every line) and, when given, of one provenance kind (``independent``: taken from
+    public material that names the answer; ``derived``: written from the data), in
+    file order."""
     path = EVAL_DIR / f"{source}.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [
+        row
+        for row in rows
+        if (corpus is None or corpus_of(row) == corpus)
+        and (provenance is None or row["provenance"]["kind"] == provenance)
+    ]
+
+
+def calibration_set(source: str) -> list[Query]:
+    """The session lines the tools tests' thresholds were measured on: those written
+    from the data (``derived``). The grown set as a whole, independent lines included,
+    is measured by ``benchmarks/quality.py``."""
+    return load_eval(source, provenance="derived")
 
 
 def ranking_metrics(ranked: list[str], relevant: dict[str, int]) -> Figures:

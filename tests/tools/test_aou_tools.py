@@ -23,7 +23,7 @@ from metabundle.search.services.aou import LIST_CAP, MAX_LIMIT
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
-from tests.support.evaluation import load_eval, ranking_metrics
+from tests.support.evaluation import calibration_set, load_eval, ranking_metrics
 
 METHODS = ("keyword", "semantic", "hybrid")
 INTENT_BONUS = AOU_CATALOG.intent_bonus
@@ -432,7 +432,7 @@ def evaluation(release: Release) -> dict[tuple[str, str], dict[str, float]]:
     """Mean metrics per (method, subset): subsets are 'all' and each query kind."""
     sums: dict[tuple[str, str], Counter[str]] = {}
     counts: Counter[tuple[str, str]] = Counter()
-    for row in load_eval("aou"):
+    for row in calibration_set("aou"):
         for method in METHODS:
             payload = search(release, row["query"], method=method, limit=10)
             scores = ranking_metrics([r["result_id"] for r in payload["results"]], row["relevant"])

@@ -21,7 +21,13 @@ from metabundle.search.release import Release
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
-from tests.support.evaluation import figures_by_kind, load_eval, mean_figures, ranking_metrics
+from tests.support.evaluation import (
+    calibration_set,
+    figures_by_kind,
+    load_eval,
+    mean_figures,
+    ranking_metrics,
+)
 
 METHODS = ("keyword", "semantic", "hybrid")
 JHS_CURRENT, JHS_OLDER = "phs000286.v7.p2", "phs000286.v6.p2"
@@ -535,7 +541,8 @@ def measure(release: Release, queries: list[dict[str, Any]], method: str) -> dic
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
     title = "dbGaP eval (tests/eval/dbgap.jsonl)"
-    return figures_by_kind(load_eval("dbgap"), METHODS, partial(measure, release), title)
+    queries = calibration_set("dbgap")
+    return figures_by_kind(queries, METHODS, partial(measure, release), title)
 
 
 def test_variable_search_finds_variables_by_meaning_not_only_by_shared_words(

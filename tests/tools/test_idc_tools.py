@@ -25,7 +25,13 @@ from metabundle.mcp.server import build_server
 from metabundle.search.release import Release
 from metabundle.search.services.idc_urls import LARGE_BYTES, MAX_PAGE, MAX_SERIES
 from metabundle.search.tools import all_tools, call_tool
-from tests.support.evaluation import figures_by_kind, load_eval, mean_figures, ranking_metrics
+from tests.support.evaluation import (
+    calibration_set,
+    figures_by_kind,
+    load_eval,
+    mean_figures,
+    ranking_metrics,
+)
 
 METHODS = ("keyword", "semantic", "hybrid")
 IDC_TOOLS = (
@@ -728,7 +734,8 @@ def measure(release: Release, queries: list[dict[str, Any]], method: str) -> dic
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
     title = "Imaging Data Commons eval (tests/eval/idc.jsonl)"
-    return figures_by_kind(load_eval("idc"), METHODS, partial(measure, release), title)
+    queries = calibration_set("idc")
+    return figures_by_kind(queries, METHODS, partial(measure, release), title)
 
 
 def test_hybrid_beats_keyword_on_paraphrases(eval_figures: dict) -> None:

@@ -34,7 +34,7 @@ from metabundle.index.tokenizer import tokenize
 from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import ATHENA_TERMS
 from metabundle.search.tools import call_tool
-from tests.support.evaluation import load_eval
+from tests.support.evaluation import calibration_set, load_eval
 
 CONCEPT_FIELDS = {
     "concept_id",
@@ -611,7 +611,7 @@ def figures(positions: list[int | None]) -> dict[str, float]:
 
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
-    cases = load_eval("omop")
+    cases = calibration_set("omop")
     result = {}
     for method, tool in EVAL_METHODS.items():
         positions = [first_relevant(release, tool, case) for case in cases]

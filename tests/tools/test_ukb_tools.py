@@ -20,7 +20,7 @@ from metabundle.search.services.ukb import SHOWCASE
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
-from tests.support.evaluation import figures_by_kind, load_eval, mean_figures
+from tests.support.evaluation import calibration_set, figures_by_kind, load_eval, mean_figures
 
 METHODS = ("keyword", "semantic", "hybrid")
 
@@ -403,7 +403,8 @@ def measure(release: Release, queries: list[dict[str, Any]], method: str) -> dic
 @pytest.fixture(scope="module")
 def eval_figures(release: Release) -> dict[str, dict[str, dict[str, float]]]:
     title = "UK Biobank eval (tests/eval/ukb.jsonl)"
-    return figures_by_kind(load_eval("ukb"), METHODS, partial(measure, release), title)
+    queries = calibration_set("ukb")
+    return figures_by_kind(queries, METHODS, partial(measure, release), title)
 
 
 def test_a_paraphrased_query_finds_its_field_in_the_top_5(eval_figures: dict) -> None:
