@@ -14,13 +14,11 @@ the time of one tool call as a ratio to the per-study loop, both in the same run
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
-from benchmarks.common import print_and_save, ratio, timed
+from benchmarks.common import ratio, release_main, timed
 from metabundle.search.release import Release
 from metabundle.search.services.dbgap_studies import study_index
 from metabundle.search.tools import call_tool
@@ -95,13 +93,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.cross_study", description=__doc__)
-    parser.add_argument("--release", type=Path, default=Path("build/current"))
-    parser.add_argument("--json", type=Path, help="write the report here")
-    args = parser.parse_args(argv)
-    with Release.open(args.release) as release:
-        report = measure(release)
-    return print_and_save(render(report), report, args.json)
+    return release_main("python -m benchmarks.cross_study", __doc__, measure, render, argv)
 
 
 if __name__ == "__main__":
