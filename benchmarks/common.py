@@ -8,6 +8,7 @@ and the end of a run, says how fast the machine was while the figures were taken
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from metabundle.search.release import Release
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = 20260127
@@ -282,3 +285,21 @@ def print_and_save(text: str, report: dict[str, Any], path: Path | None) -> int:
     if path is not None:
         path.write_text(json.dumps(report, indent=1) + "\n")
     return 0
+
+
+def release_main(
+    prog: str,
+    doc: str | None,
+    measure: Callable[[Any], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    argv: list[str] | None,
+) -> int:
+    """The command line of a benchmark over one release (``--release DIR``, ``--json
+    OUT``): open it, ``measure`` it, print ``render``'s table and save the report."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc)
+    parser.add_argument("--release", type=Path, default=Path("build/current"))
+    parser.add_argument("--json", type=Path, help="write the report here")
+    args = parser.parse_args(argv)
+    with Release.open(args.release) as release:
+        report = measure(release)
+    return print_and_save(render(report), report, args.json)

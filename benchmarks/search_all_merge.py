@@ -20,12 +20,10 @@ It reports nDCG@10 and recall@10 per source and pooled, with the paired differen
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from benchmarks.common import print_and_save
+from benchmarks.common import release_main
 from benchmarks.quality import _paired, load_sets, ndcg, recall
 from metabundle.search.ranking.merge import distinct_entities, fold_into_parents
 from metabundle.search.ranking.pipeline import rank
@@ -109,15 +107,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.search_all_merge", description=__doc__
-    )
-    parser.add_argument("--release", type=Path, default=Path("build/current"))
-    parser.add_argument("--json", type=Path, help="write the report here")
-    args = parser.parse_args(argv)
-    with Release.open(args.release) as release:
-        report = measure(release)
-    return print_and_save(render(report), report, args.json)
+    return release_main("python -m benchmarks.search_all_merge", __doc__, measure, render, argv)
 
 
 if __name__ == "__main__":

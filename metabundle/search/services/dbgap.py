@@ -19,6 +19,7 @@ from metabundle.search.release import Release
 from metabundle.search.services.dbgap_catalog import rank_in_study, result_items, variable_stats
 from metabundle.search.services.dbgap_studies import (
     StudyVersion,
+    relation,
     resolve,
     scope_for,
     study_index,
@@ -28,6 +29,7 @@ from metabundle.search.tools import tool
 
 GROUP = "dbgap"
 MAX_LISTED = 50
+MAX_SUB_STUDIES = 10
 STUDY_DESCRIPTION_CHARS = 4000
 CONFIRM = (
     "Resolution is heuristic and never authoritative: confirm the recommended study "
@@ -64,7 +66,8 @@ class ResolveParams(Params):
     "a study URL (study.cgi?study_id=...) or an accession with or without version "
     "(phs000286, phs000286.v7.p2). Returns a recommended full versioned accession and "
     "ranked alternatives (other studies and other versions, with their dataset and "
-    "variable counts) plus a resolution block saying how it matched. The match is "
+    "variable counts and relation to it), its sub-studies, and a resolution block saying "
+    "how it matched. The match is "
     "heuristic: confirm it, then call get_dbgap_study or search_dbgap_catalog with the "
     "full versioned study_id. An unknown study returns not_found with suggestions. "
     "UK Biobank is not a dbGaP study: use its own tools.",
@@ -79,16 +82,24 @@ def resolve_dbgap_study(release: Release, params: ResolveParams) -> dict[str, An
         {
             "rank": i,
             **m.row.summary(),
+            "relation": relation(top.row, m.row),
             "match": {"reason": m.reason, "matched": m.detail},
         }
         for i, m in enumerate(shown, start=1)
     ]
+    subs = study_index(release).sub_studies(top.row.base)
     return {
         "query": params.query,
         "recommended": candidates[0],
         "candidates": candidates,
         "total_candidates": len(outcome.candidates),
         "truncated": len(outcome.candidates) > len(shown),
+        "sub_studies": {
+            "of": top.row.base,
+            "total": len(subs),
+            "items": [{**r.summary(), "relation": "sub_study"} for r in subs[:MAX_SUB_STUDIES]],
+            "truncated": len(subs) > MAX_SUB_STUDIES,
+        },
         "resolution": {
             "authoritative": False,
             "query_form": outcome.interpretation.form,

@@ -137,8 +137,8 @@ def _requested(index: StudyIndex, accessions: list[str]) -> tuple[list[StudyVers
     ]
 
 
-def _family(index: StudyIndex, parent: str) -> list[StudyVersion]:
-    """The preferred versions of ``parent`` and of the studies that declare it."""
+def _family(index: StudyIndex, parent: str) -> set[str]:
+    """The bases of ``parent`` and of the studies that declare it their parent."""
     match = ACCESSION_RE.fullmatch(parent.strip().lower())
     if match is None:
         raise invalid(
@@ -152,11 +152,11 @@ def _family(index: StudyIndex, parent: str) -> list[StudyVersion]:
             "(parent_study); call resolve_dbgap_study.",
             parameter="parent_study",
         )
-    return [
-        versions[0]
-        for study_base, versions in sorted(index.by_base.items())
+    return {
+        study_base
+        for study_base, versions in index.by_base.items()
         if study_base == base or versions[0].parent_base == base
-    ]
+    }
 
 
 def _with_disease(release: Release, rows: list[StudyVersion], disease: str) -> list[StudyVersion]:
@@ -189,8 +189,8 @@ def scope(release: Release, params: AcrossParams) -> Scope:
     if params.studies:
         rows, without = _requested(index, params.studies)
     if params.parent_study:
-        family = {r.study_id for r in _family(index, params.parent_study)}
-        rows = [r for r in rows if r.study_id in family]
+        family = _family(index, params.parent_study)
+        rows = [r for r in rows if r.base in family]
     rows = [r for r in rows if r.has_variables]
     if rows and params.disease:
         rows = _with_disease(release, rows, params.disease)

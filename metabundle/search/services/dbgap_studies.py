@@ -6,7 +6,8 @@ one full versioned accession. Among the versions of a study, the one with the mo
 variables in this release is preferred, then the current one, then the newest
 (:func:`preference`). Resolution (:func:`resolve`) is a heuristic and says so: it ranks
 studies by how they matched (accession, the parent of several matched sub-studies,
-acronym, name, words of the name, words of the description) and breaks ties by how much
+acronym, name, an acronym the study's description defines for it, words of the name,
+words of the description) and breaks ties by how much
 metadata a study has (variables, then datasets).
 """
 
@@ -26,6 +27,7 @@ from metabundle.search.coverage import NOT_IN_RELEASE, NOT_LISTED
 from metabundle.search.errors import ToolError, invalid, not_found
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, keyword_candidates, mask_from_sql
+from metabundle.search.services.dbgap_acronyms import Described, study_acronyms
 
 VERSIONED_RE = re.compile(r"phs\d{6,}\.v\d+\.p\d+")
 ACCESSION_RE = re.compile(r"(phs\d{6,})(?:\.v(\d+)(?:\.p(\d+))?)?")
@@ -55,6 +57,7 @@ TIERS = {
     "parent_of_matches": 85,
     "acronym": 80,
     "name": 80,
+    "described_acronym": 75,
     "name_words": 60,
     "description_words": 40,
 }
@@ -64,6 +67,14 @@ SELECT study_accession, study_base, version, participant_set, is_current_version
        current_accession, name, acronyms, text_source, has_variables, dataset_count,
        variable_count, document_count, canonical_url, synthetic,
        split_part(parent_study_accession, '.', 1) AS parent_base
+FROM dbgap_study
+ORDER BY study_accession
+"""
+
+DESCRIBED_SQL = """
+SELECT study_accession,
+       coalesce(nullif(split_part(parent_study_accession, '.', 1), ''), study_base),
+       name, description
 FROM dbgap_study
 ORDER BY study_accession
 """
@@ -137,6 +148,7 @@ class StudyIndex:
     by_base: dict[str, list[StudyVersion]]
     name_terms: dict[str, frozenset[str]]
     name_forms: dict[str, set[tuple[str, ...]]]
+    described_acronyms: dict[str, frozenset[str]]
 
     @classmethod
     def load(cls, release: Release) -> StudyIndex:
@@ -180,6 +192,13 @@ class StudyIndex:
                 }
                 for r in rows
             },
+            described_acronyms={
+                study_id: frozenset(a.lower() for a in found)
+                for study_id, found in study_acronyms(
+                    (Described(*r) for r in release.query(DESCRIBED_SQL)),
+                    lambda text: content_terms(tokenize(text)),
+                ).items()
+            },
         )
 
     def versions(self, base: str) -> list[StudyVersion]:
@@ -188,6 +207,29 @@ class StudyIndex:
 
     def preferred(self, base: str) -> StudyVersion:
         return self.by_base[base][0]
+
+    def sub_studies(self, base: str) -> list[StudyVersion]:
+        """The preferred version of each study that declares ``base`` its parent,
+        most variables first (then by accession)."""
+        subs = [v[0] for b, v in self.by_base.items() if b != base and v[0].parent_base == base]
+        return sorted(subs, key=lambda r: (-r.variable_count, r.base))
+
+
+def relation(recommended: StudyVersion, row: StudyVersion) -> str:
+    """How ``row`` relates to the recommended study, from the parent study dbGaP
+    declares: the recommended one, another version of it, its sub-study, its parent,
+    a sibling (the same parent) or another study."""
+    if row.study_id == recommended.study_id:
+        return "recommended"
+    if row.base == recommended.base:
+        return "other_version"
+    if row.parent_base == recommended.base:
+        return "sub_study"
+    if recommended.parent_base == row.base:
+        return "parent"
+    if row.parent_base and row.parent_base == recommended.parent_base:
+        return "sibling"
+    return "other_study"
 
 
 _INDEXES: weakref.WeakKeyDictionary[Release, StudyIndex] = weakref.WeakKeyDictionary()
@@ -364,6 +406,8 @@ def name_matches(release: Release, index: StudyIndex, query: str) -> list[Match]
     for row in index.by_id.values():
         if lowered in (a.lower() for a in row.acronyms):
             matches.append(Match(row, "acronym", query))
+        elif lowered in index.described_acronyms.get(row.study_id, ()):
+            matches.append(Match(row, "described_acronym", query))
         elif query_terms and (
             query_terms in index.name_forms[row.study_id]
             or content_terms(query_terms) in index.name_forms[row.study_id]
