@@ -62,6 +62,10 @@ BACKENDS = ("usearch", "hnswlib")
 SIDECAR_FORMAT = 1
 _USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
 _EXACT_CHUNK = 65536
+RESCORE_MARGIN = 2
+"""An unfiltered search asks the index for this many times ``k`` keys and keeps the ``k``
+best after exact re-scoring: index distances of f16 storage can swap near ties (many
+queries' 10th and 11th neighbours lie within 1e-3), the exact scores do not."""
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -429,7 +433,8 @@ def filtered_search(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` keys among ``allowed_keys`` (None = all) with exact cosine scores.
 
-    Keys are row numbers into ``vectors_mmap``. Up to ``exact_threshold`` allowed keys
+    Keys are row numbers into ``vectors_mmap``. Without a filter the index is asked for
+    :data:`RESCORE_MARGIN` times ``k`` keys. Up to ``exact_threshold`` allowed keys
     are scored by brute force; more use the ANN with ``k`` scaled by the filter's
     selectivity (x2 margin, x4 per retry, at most ``max_candidates`` candidates), then
     exact search over the allowed rows if the candidates still hold fewer than ``k``
@@ -441,7 +446,7 @@ def filtered_search(
         return np.empty(0, np.int64), np.empty(0, np.float32)
     n = len(index)
     if allowed_keys is None:
-        keys, _ = index.search(q, k)
+        keys, _ = index.search(q, RESCORE_MARGIN * k)
         return _top_k(keys, _exact_scores(vectors_mmap, keys, q), k)
     allowed = np.unique(np.asarray(allowed_keys, dtype=np.int64))
     if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors_mmap.shape[0]):

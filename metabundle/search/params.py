@@ -50,7 +50,7 @@ Query = Annotated[
 
 Explain = Annotated[
     bool,
-    Field(description="Add the ranking policy's rules and score formula to retrieval."),
+    Field(description="Add the ranking rules to retrieval."),
 ]
 
 

@@ -235,3 +235,25 @@ def test_ties_break_by_key(tmp_path: Path) -> None:
         keys, scores = filtered_search(index, mmap, vectors[5], 4, allowed)
         assert keys.tolist() == [5, 20, 90, 150]
         assert len(set(scores.tolist())) == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_identical_vectors_are_indexed_once_and_all_found(
+    tmp_path: Path, data: np.ndarray, backend: str
+) -> None:
+    vectors = data[:600].copy()
+    vectors[100:160] = vectors[7]  # sixty copies of one text, as "Yes" answers are
+    vectors[300] = vectors[299]
+    keys = np.arange(600, dtype=np.int64) + 1000
+    path = tmp_path / "copies.index"
+    build_ann_index(vectors, keys, path, backend)
+    info = json.loads(path.with_suffix(".json").read_text())
+    assert (info["count"], info["indexed"]) == (600, 600 - 61)
+    assert sorted(info["duplicates"]["keys"]) == [*range(1100, 1160), 1300]
+    assert set(info["duplicates"]["of"]) == {1007, 1299}
+    index = open_ann_index(path)
+    found, scores = index.search(vectors[7], 64)
+    assert found[:61].tolist() == [1007, *range(1100, 1160)]  # ties by key
+    assert np.allclose(scores[:61], 1.0, atol=1e-3) and scores[61] < scores[60]
+    found, _ = index.search(vectors[299], 2)
+    assert found.tolist() == [1299, 1300]

@@ -159,40 +159,48 @@ _AOU_EHR = Intent(
     ("health record", "medical record"),
 )
 
+_UKB_FUSION = Fusion("weighted", 0.6, 0.4)
+_UKB_BOOSTS = MappingProxyType({"id": 2.0, "alias": 1.75})
 UKB_FIELDS = Policy(
     "ukb_fields",
-    Fusion("weighted", 0.6, 0.4),
-    "hybrid: 0.6 * (keyword + boost) + 0.4 * semantic (min-max scaled per query); "
-    "keyword: keyword + boost; semantic: cosine only. keyword = BM25 / best BM25 of the "
-    "query among fields; boost = 2.0 for the exact field id, 1.75 for another exact "
-    "stored alias, else 0; then a companion field's main field before it and fields of "
-    "one title by participants.",
+    _UKB_FUSION,
+    f"hybrid: {_UKB_FUSION.keyword_weight} * (keyword + boost) + "
+    f"{_UKB_FUSION.semantic_weight} * semantic (min-max scaled per query); keyword: "
+    "keyword + boost; semantic: cosine only. keyword = BM25 / best BM25 of the query "
+    f"among fields; boost = {_UKB_BOOSTS['id']} for the exact field id, "
+    f"{_UKB_BOOSTS['alias']} for another exact stored alias, else 0; then a companion "
+    "field's main field before it and fields of one title by participants.",
     keyword_score="bm25_over_best",
     exact_by_score=True,
-    boosts=MappingProxyType({"id": 2.0, "alias": 1.75}),
+    boosts=_UKB_BOOSTS,
     priors=("main_field_before_companion", "equal_titles_by_participants"),
 )
+_DBGAP_FUSION = Fusion("weighted", 0.3, 0.7)
 DBGAP_VARIABLES = Policy(
     "dbgap_catalog",
-    Fusion("weighted", 0.3, 0.7),
-    "hybrid: 0.3 * BM25 / best BM25 + 0.7 * cosine min-max scaled per query; keyword: "
-    "BM25; semantic: cosine. Exact accessions first.",
+    _DBGAP_FUSION,
+    f"hybrid: {_DBGAP_FUSION.keyword_weight} * BM25 / best BM25 + "
+    f"{_DBGAP_FUSION.semantic_weight} * cosine min-max scaled per query; keyword: BM25; "
+    "semantic: cosine. Exact accessions first.",
 )
 DBGAP_DOCUMENTS = Policy(
     "dbgap_documents",
-    DBGAP_VARIABLES.fusion,
-    "hybrid: 0.3 * title contains the query (1 or 0) + 0.7 * cosine min-max scaled per "
-    "query; keyword: title contains the query; semantic: cosine of the title.",
+    _DBGAP_FUSION,
+    f"hybrid: {_DBGAP_FUSION.keyword_weight} * title contains the query (1 or 0) + "
+    f"{_DBGAP_FUSION.semantic_weight} * cosine min-max scaled per query; keyword: title "
+    "contains the query; semantic: cosine of the title.",
     keyword="title_substring",
 )
+_AOU_BONUS = 0.003
+_AOU_MAX_PER_TITLE = 2
 AOU_CATALOG = Policy(
     "aou_catalog",
     RRF,
-    "keyword: sum of 1 / (60 + rank) over the BM25 and title-similarity lists; hybrid: "
-    "the same over BM25, title similarity and cosine, plus 0.003 for items of a data "
-    "type the query names; semantic: cosine. Answers matching only through their "
-    "question stand for it; exact identifiers first (variables, navigation, support); "
-    "at most 2 results per (title, domain).",
+    f"keyword: sum of 1 / ({RRF_K} + rank) over the BM25 and title-similarity lists; "
+    f"hybrid: the same over BM25, title similarity and cosine, plus {_AOU_BONUS} for "
+    "items of a data type the query names; semantic: cosine. Answers matching only "
+    "through their question stand for it; exact identifiers first (variables, "
+    f"navigation, support); at most {_AOU_MAX_PER_TITLE} results per (title, domain).",
     keyword_fusion=RRF,
     exact_by_score=True,
     exact_kind_order=MappingProxyType(
@@ -201,15 +209,17 @@ AOU_CATALOG = Policy(
     title_fallback=True,
     fold_kinds=MappingProxyType({"answer": "question"}),
     intents=(_AOU_SURVEY, _AOU_PM, _AOU_EHR),
-    intent_bonus=0.003,
-    max_per_title=2,
+    intent_bonus=_AOU_BONUS,
+    max_per_title=_AOU_MAX_PER_TITLE,
 )
+# raw cosine: min-max scaling lowered paraphrase nDCG@10 on the IDC evaluation set
+# (0.705 → 0.682), unlike dbGaP and UK Biobank (benchmarks/README.md)
+_IDC_FUSION = Fusion("weighted", 0.5, 0.5, scale_semantic=False)
 IDC_SEARCH = Policy(
     "idc_search",
-    # raw cosine: min-max scaling lowered paraphrase nDCG@10 on the IDC evaluation set
-    # (0.705 → 0.682), unlike dbGaP and UK Biobank (benchmarks/README.md)
-    Fusion("weighted", 0.5, 0.5, scale_semantic=False),
-    "hybrid: 0.5 * BM25 / best BM25 + 0.5 * cosine (raw, clipped at 0); keyword: BM25; "
+    _IDC_FUSION,
+    f"hybrid: {_IDC_FUSION.keyword_weight} * BM25 / best BM25 + "
+    f"{_IDC_FUSION.semantic_weight} * cosine (raw, clipped at 0); keyword: BM25; "
     "semantic: cosine. Exact ids and DOIs first.",
 )
 OMOP_EMBEDDING = Policy(
@@ -221,10 +231,10 @@ OMOP_EMBEDDING = Policy(
 SEARCH_ALL = Policy(
     "search_all",
     RRF,
-    "per source: sum of 1 / (60 + rank) over BM25 and cosine (keyword: BM25; semantic: "
+    f"per source: sum of 1 / ({RRF_K} + rank) over BM25 and cosine (keyword: BM25; semantic: "
     "cosine), exact identifiers first; then children folded into their parents, versions "
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
-    "hit scoring 1 / (60 + its round).",
+    f"hit scoring 1 / ({RRF_K} + its round).",
 )
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(
