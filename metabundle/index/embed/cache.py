@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -250,30 +250,29 @@ class EmbeddingCache:
 CHUNK_TEXTS = 8192
 
 
-def _distinct(
-    model_id: str, texts: Sequence[str]
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """Normalized texts, their distinct keys, each key's first text and each text's key."""
-    normalized = [normalize_text(t) for t in texts]
-    keys = cache_keys(model_id, normalized)
-    unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    return normalized, unique_keys, first, inverse.reshape(-1)
+class _Filled(NamedTuple):
+    """What :func:`_fill` did, and the distinct keys (with each text's) it covered."""
+
+    stats: CacheStats
+    unique_keys: np.ndarray
+    inverse: np.ndarray
 
 
 def _fill(
     embedder: Embedder,
+    texts: Sequence[str],
     cache: EmbeddingCache,
-    normalized: list[str],
-    unique_keys: np.ndarray,
-    first: np.ndarray,
     *,
     progress: ProgressCallback | None,
     on_start: Callable[[int], None] | None,
     chunk_texts: int | None,
-) -> int:
+) -> _Filled:
     """Embed the distinct texts ``cache`` lacks, persisting every ``chunk_texts`` of them
     (default :data:`CHUNK_TEXTS`)."""
     model_id = embedder.model_id
+    normalized = [normalize_text(t) for t in texts]
+    keys = cache_keys(model_id, normalized)
+    unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     missing = np.flatnonzero(~cache.contains(model_id, unique_keys))
     if on_start is not None:
         on_start(len(missing))
@@ -282,7 +281,13 @@ def _fill(
         chunk = missing[start : start + step]
         vectors = embedder.embed([normalized[first[i]] for i in chunk], progress=progress)
         cache.add(model_id, unique_keys[chunk], vectors)
-    return len(missing)
+    stats = CacheStats(
+        requested=len(texts),
+        unique=len(unique_keys),
+        cached=len(unique_keys) - len(missing),
+        embedded=len(missing),
+    )
+    return _Filled(stats, unique_keys, inverse.reshape(-1))
 
 
 def fill_cache(
@@ -302,23 +307,10 @@ def fill_cache(
     will be embedded, before the first is; ``progress`` receives the embedder's
     increments, i.e. counts only texts actually embedded.
     """
-    normalized, unique_keys, first, _ = _distinct(embedder.model_id, texts)
-    embedded = _fill(
-        embedder,
-        cache,
-        normalized,
-        unique_keys,
-        first,
-        progress=progress,
-        on_start=on_start,
-        chunk_texts=chunk_texts,
+    filled = _fill(
+        embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
     )
-    return CacheStats(
-        requested=len(texts),
-        unique=len(unique_keys),
-        cached=len(unique_keys) - embedded,
-        embedded=embedded,
-    )
+    return filled.stats
 
 
 def embed_with_cache(
@@ -332,25 +324,11 @@ def embed_with_cache(
 ) -> tuple[np.ndarray, CacheStats]:
     """Vectors for ``texts`` (input order), embedding only distinct texts not yet cached
     (as :func:`fill_cache` does, chunk by chunk)."""
-    model_id = embedder.model_id
-    normalized, unique_keys, first, inverse = _distinct(model_id, texts)
-    embedded = _fill(
-        embedder,
-        cache,
-        normalized,
-        unique_keys,
-        first,
-        progress=progress,
-        on_start=on_start,
-        chunk_texts=chunk_texts,
+    filled = _fill(
+        embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
     )
-    _, unique_vectors = cache.lookup(model_id, unique_keys)  # every key is cached now
-    if not len(unique_keys):
+    # every key is cached now
+    _, unique_vectors = cache.lookup(embedder.model_id, filled.unique_keys)
+    if not len(filled.unique_keys):
         unique_vectors = np.empty((0, int(embedder.dimension)), np.float32)
-    stats = CacheStats(
-        requested=len(texts),
-        unique=len(unique_keys),
-        cached=len(unique_keys) - embedded,
-        embedded=embedded,
-    )
-    return unique_vectors[inverse], stats
+    return unique_vectors[filled.inverse], filled.stats
