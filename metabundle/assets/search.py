@@ -1,17 +1,38 @@
-"""The ``search`` asset group: search documents, keyword index, embeddings, ANN."""
+"""The ``search`` asset group: search documents, keyword index, embeddings, ANN.
 
-from collections.abc import Callable
+``embeddings`` is a graph of three ops: ``embedding_shards`` plans one dynamic output
+per source and shard of distinct texts, ``embed_shard`` runs once per shard (in
+parallel under a multiprocess, Kubernetes or Celery executor; each fills the shared
+content-addressed cache, so a rerun resumes where a killed shard stopped), and
+``assemble_embeddings`` writes the vectors of every document from the cache.
+"""
 
-from dagster import AssetExecutionContext, AssetIn, AssetsDefinition, ResourceParam, asset
+from collections.abc import Callable, Iterator
+
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetsDefinition,
+    DynamicOut,
+    DynamicOutput,
+    OpExecutionContext,
+    ResourceParam,
+    asset,
+    graph_asset,
+    op,
+)
 
 from metabundle.config import BuildSettings
 from metabundle.index.steps import (
+    EmbeddingShard,
     Reporter,
     SearchStage,
     build_ann_indexes,
     build_embeddings,
     build_keyword_index,
     build_search_docs,
+    embed_shard,
+    plan_embedding_shards,
 )
 from metabundle.pipeline.progress import Progress
 from metabundle.pipeline.resources import BuildConfig
@@ -23,7 +44,7 @@ GROUP = "search"
 
 def _run_step(
     name: str,
-    context: AssetExecutionContext,
+    context: AssetExecutionContext | OpExecutionContext,
     build_config: BuildConfig,
     progress: Progress,
     step: Callable[[BuildSettings, Reporter], SearchStage],
@@ -69,20 +90,52 @@ def keyword_index(
     )
 
 
-@asset(group_name=GROUP, description="Embedding of every search document.")
-def embeddings(
-    context: AssetExecutionContext,
+@op(out=DynamicOut(EmbeddingShard))
+def embedding_shards(
+    search_docs: SearchStage, build_config: BuildConfig, progress: ResourceParam[Progress]
+) -> Iterator[DynamicOutput[EmbeddingShard]]:
+    """One output per source and shard of distinct texts still to embed."""
+    settings = build_config.settings()
+    shards = plan_embedding_shards(settings, search_docs, progress.reporter("embeddings"))
+    for shard in shards:
+        yield DynamicOutput(shard, mapping_key=shard.name)
+    if not shards:  # nothing to embed: one empty shard keeps the graph going
+        yield DynamicOutput(EmbeddingShard("none", 0, 0, ""), mapping_key="none")
+
+
+@op
+def embed_embedding_shard(
+    shard: EmbeddingShard, build_config: BuildConfig, progress: ResourceParam[Progress]
+) -> dict[str, int]:
+    """Fill the embedding cache with one shard's texts; what it did (:class:`CacheStats`)."""
+    if not shard.texts:
+        return {"requested": 0, "unique": 0, "cached": 0, "embedded": 0}
+    stats = embed_shard(build_config.settings(), shard, progress.reporter("embeddings"))
+    return dict(stats)
+
+
+@op
+def assemble_embeddings(
+    context: OpExecutionContext,
     search_docs: SearchStage,
+    shard_stats: list[dict[str, int]],
     build_config: BuildConfig,
     progress: ResourceParam[Progress],
 ) -> SearchStage:
+    """Every document's vector, read from the cache the shards filled."""
     return _run_step(
         "embeddings",
         context,
         build_config,
         progress,
-        lambda settings, report: build_embeddings(settings, search_docs, report),
+        lambda settings, report: build_embeddings(settings, search_docs, report, shard_stats),
     )
+
+
+@graph_asset(group_name=GROUP, description="Embedding of every search document.")
+def embeddings(search_docs: SearchStage) -> SearchStage:
+    shard_stats = embedding_shards(search_docs).map(embed_embedding_shard).collect()
+    return assemble_embeddings(search_docs, shard_stats)
 
 
 @asset(

@@ -4,8 +4,12 @@
    them (``docno``) in ``doc_id`` order.
 2. :func:`build_keyword_index` computes the FTS tables and the memory-mapped keyword
    arrays.
-3. :func:`build_embeddings` embeds each document's ``embed_text`` through the
-   content-addressed embedding cache.
+3. :func:`plan_embedding_shards` assigns each distinct ``embed_text`` to one shard of
+   its source (the first document carrying it decides); :func:`embed_shard` fills the
+   content-addressed embedding cache with one shard's texts (shards run in parallel
+   under a multiprocess, Kubernetes or Celery executor, and a killed shard resumes from
+   the cache); :func:`build_embeddings` then assembles every document's vector from
+   the cache.
 4. :func:`build_ann_indexes` builds one HNSW index per source over those vectors.
 
 Each step writes into ``<cache>/search/<step>/<key>/`` where the key hashes its
@@ -17,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +32,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metabundle.config import BuildSettings
+from metabundle.config import BuildSettings, env
 from metabundle.db import connect
 from metabundle.index.ann import build_ann_index, save_vectors
-from metabundle.index.embed import EmbeddingCache, embed_with_cache, get_embedder
+from metabundle.index.embed import (
+    CacheStats,
+    Embedder,
+    EmbeddingCache,
+    embed_with_cache,
+    fill_cache,
+    get_embedder,
+)
 from metabundle.index.fts import bm25_macro_sql
 from metabundle.index.fts_build import build_fts_tables, write_keyword_arrays
 from metabundle.meter import Meter
@@ -42,7 +53,7 @@ from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
 
 Reporter = Callable[[str], None]
-STEP_VERSION = {"docs": "2", "keyword": "1", "embeddings": "1", "ann": "1"}
+STEP_VERSION = {"docs": "2", "keyword": "1", "embed_plan": "1", "embeddings": "1", "ann": "1"}
 DONE = "_stage.json"
 FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats")
 VECTORS_FILE = "ann/vectors.npy"
@@ -231,16 +242,151 @@ def keyword_macros() -> list[str]:
 
 # -- 3. embeddings ----------------------------------------------------------------------
 
+#: Distinct texts per embedding shard (``METABUNDLE_EMBED_SHARD_TEXTS``).
+DEFAULT_SHARD_TEXTS = 50_000
+# Python's normalize_text as SQL: runs of (Unicode) whitespace become one space
+_NORMALIZED_TEXT = (
+    "trim(regexp_replace(coalesce(nullif(embed_text, ''), title), "
+    "'[\\s\\p{Z}\\x{85}\\x{1c}-\\x{1f}]+', ' ', 'g'))"
+)
 
-def build_embeddings(settings: BuildSettings, docs: SearchStage, report: Reporter) -> SearchStage:
+
+@dataclass(frozen=True)
+class EmbeddingShard:
+    """One unit of embedding work: the distinct texts a source's shard owns."""
+
+    source: str
+    index: int
+    texts: int
+    plan: str
+
+    @property
+    def name(self) -> str:
+        """``aou_0``: the shard's Dagster mapping key."""
+        return f"{self.source}_{self.index}"
+
+
+def shard_texts() -> int:
+    """Distinct texts per shard: ``METABUNDLE_EMBED_SHARD_TEXTS`` or the default."""
+    value = int(env("EMBED_SHARD_TEXTS", str(DEFAULT_SHARD_TEXTS)) or DEFAULT_SHARD_TEXTS)
+    if value < 1:
+        raise ValueError("METABUNDLE_EMBED_SHARD_TEXTS must be a positive number of texts")
+    return value
+
+
+def _embeddings_key(docs: SearchStage, embedder: Embedder) -> str:
+    return _key("embeddings", docs.key, embedder.model_id)
+
+
+def plan_embedding_shards(
+    settings: BuildSettings, docs: SearchStage, report: Reporter
+) -> list[EmbeddingShard]:
+    """The shards to embed; none when embeddings are off or already assembled.
+
+    Each distinct normalized text belongs to the source and shard of the first
+    document (in ``docno`` order) that carries it, so no two shards embed one text.
+    """
+    if settings.embedding_provider == "none":
+        return []
+    embedder = get_embedder(settings.embedding_provider)
+    if (
+        settings.cache_dir / "search" / "embeddings" / _embeddings_key(docs, embedder) / DONE
+    ).exists():
+        return []
+    size = shard_texts()
+    key = _key("embed_plan", docs.key, str(size))
+
+    def make(folder: Path) -> SearchStage:
+        plan = folder / "plan.parquet"
+        with connect() as con:
+            con.execute(f"SET temp_directory = '{folder / '.tmp'}'")
+            con.sql(
+                f"""
+                COPY (
+                    WITH texts AS (
+                        SELECT {_NORMALIZED_TEXT} AS text, min_by(source, docno) AS source,
+                               min(docno) AS first_docno
+                        FROM read_parquet('{docs.table("search_doc")}') GROUP BY ALL
+                    )
+                    SELECT source, CAST((row_number() OVER (PARTITION BY source
+                               ORDER BY first_docno) - 1) // {size} AS INTEGER) AS shard,
+                           text
+                    FROM texts ORDER BY first_docno
+                ) TO '{plan}' (FORMAT parquet)
+                """
+            )
+            rows = con.sql(
+                f"SELECT source, shard, count(*) FROM read_parquet('{plan}') "
+                "GROUP BY ALL ORDER BY ALL"
+            ).fetchall()
+        shutil.rmtree(folder / ".tmp", ignore_errors=True)
+        shards = [[source, shard, count] for source, shard, count in rows]
+        return SearchStage("embed_plan", key, False, {}, {"plan": str(plan)}, {"shards": shards})
+
+    stage = _cached_step(settings, "embed_plan", key, make)
+    shards = [
+        EmbeddingShard(source, shard, count, str(stage.file("plan")))
+        for source, shard, count in stage.info["shards"]
+    ]
+    total = sum(shard.texts for shard in shards)
+    report(f"{total:,} distinct texts in {len(shards)} embedding shards of up to {size:,}")
+    return shards
+
+
+def embed_shard(settings: BuildSettings, shard: EmbeddingShard, report: Reporter) -> CacheStats:
+    """Put every text of ``shard`` into the embedding cache (embedding the missing ones)."""
+    embedder = get_embedder(settings.embedding_provider)
+    with connect() as con:
+        texts = [
+            row[0]
+            for row in con.execute(
+                f"SELECT text FROM read_parquet('{shard.plan}') WHERE source = ? AND shard = ?",
+                [shard.source, shard.index],
+            ).fetchall()
+        ]
+    meter = _EmbeddingMeter(report, f"embedding {shard.name}", embedder.model_id, len(texts))
+    cache = EmbeddingCache(settings.cache_dir / "embeddings")
+    stats = fill_cache(embedder, texts, cache, on_start=meter.start, progress=meter.advance)
+    meter.close()
+    return stats
+
+
+class _EmbeddingMeter:
+    """Reports how many texts need embedding, then throughput and time left."""
+
+    def __init__(self, report: Reporter, what: str, model_id: str, texts: int) -> None:
+        self.report, self.what, self.model_id, self.texts = report, what, model_id, texts
+        self.meter: Meter | None = None
+
+    def start(self, count: int) -> None:
+        self.report(f"{self.what}: {count:,} of {self.texts:,} texts to embed ({self.model_id})")
+        self.meter = Meter(self.report, self.what, count, "texts")
+
+    def advance(self, count: int) -> None:
+        if self.meter is not None:
+            self.meter.advance(count)
+
+    def close(self) -> None:
+        if self.meter is not None:
+            self.meter.close()
+
+
+def build_embeddings(
+    settings: BuildSettings,
+    docs: SearchStage,
+    report: Reporter,
+    shard_stats: Sequence[Mapping[str, int]] | None = None,
+) -> SearchStage:
     """Embed every document's ``embed_text`` (title when absent), reusing the cache.
 
-    With the provider ``none`` the release has no embeddings (keyword search only).
+    After :func:`embed_shard` ran over every shard (``shard_stats`` is what they did)
+    this only reads the cache. With the provider ``none`` the release has no
+    embeddings (keyword search only).
     """
     if settings.embedding_provider == "none":
         return SearchStage("embeddings", "none", False, info={"embedding_provider": "none"})
     embedder = get_embedder(settings.embedding_provider)
-    key = _key("embeddings", docs.key, embedder.model_id)
+    key = _embeddings_key(docs, embedder)
 
     def make(folder: Path) -> SearchStage:
         table = pq.read_table(
@@ -255,18 +401,16 @@ def build_embeddings(settings: BuildSettings, docs: SearchStage, report: Reporte
             )
         ]
         total = len(texts)
-        meters: list[Meter] = []
-
-        def start(count: int) -> None:
-            report(f"{count:,} distinct texts to embed ({embedder.model_id})")
-            meters.append(Meter(report, "embedding", count, "texts"))
-
+        meter = _EmbeddingMeter(report, "embedding", embedder.model_id, total)
         cache = EmbeddingCache(settings.cache_dir / "embeddings")
         vectors, stats = embed_with_cache(
-            embedder, texts, cache, on_start=start, progress=lambda n: meters[-1].advance(n)
+            embedder, texts, cache, on_start=meter.start, progress=meter.advance
         )
-        for meter in meters:
-            meter.close()
+        meter.close()
+        if shard_stats:  # the shards embedded what this step found cached
+            by_shards = sum(shard["embedded"] for shard in shard_stats)
+            stats["embedded"] += by_shards
+            stats["cached"] -= by_shards
         report(
             f"embeddings: {stats['requested']:,} texts, {stats['cached']:,} from cache, "
             f"{stats['embedded']:,} embedded ({embedder.model_id})"

@@ -1,4 +1,5 @@
-"""Run the pipeline in-process for ``metabundle build`` (Dagster ``materialize``)."""
+"""Run the pipeline in-process for ``metabundle build`` (Dagster ``materialize``), or
+as a job for other executors (:func:`release_build_job`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dagster import AssetKey, DagsterEventType, DagsterInstance, materialize
+from dagster import (
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    Definitions,
+    JobDefinition,
+    define_asset_job,
+    materialize,
+)
 from dagster._core.execution.execute_in_process_result import ExecuteInProcessResult
 from dagster._utils.error import SerializableErrorInfo
 
@@ -15,6 +24,7 @@ from metabundle.errors import MetabundleError
 from metabundle.pipeline.definitions import all_assets, resources_for
 from metabundle.pipeline.home import ensure_dagster_home
 from metabundle.pipeline.progress import Progress
+from metabundle.pipeline.resources import BuildConfig
 from metabundle.sources.registry import get_source, with_dependencies
 
 USER_ERRORS = {
@@ -43,6 +53,19 @@ def selection_for(settings: BuildSettings) -> list[AssetKey]:
         keys += [AssetKey(table) for table in get_source(name).tables]
     keys += [AssetKey(name) for name in SEARCH_AND_RELEASE]
     return keys
+
+
+def release_build_job() -> JobDefinition:
+    """The build of the sources configured by ``METABUNDLE_*`` variables, as a job.
+
+    For executors that run steps in other processes or pods, which rebuild the job by
+    calling this function: ``execute_job(reconstructable(release_build_job), instance)``
+    runs each step, and each embedding shard, in a process of its own.
+    """
+    settings = BuildConfig().settings()
+    job = define_asset_job("release_build", selection=selection_for(settings))
+    definitions = Definitions(assets=all_assets(), jobs=[job], resources=resources_for(None))
+    return definitions.resolve_job_def("release_build")
 
 
 def run_build(settings: BuildSettings, progress: Progress) -> Path:

@@ -4,7 +4,8 @@ Belongs here: the :class:`Embedder` contract and :func:`get_embedder` factory, o
 module per provider (``minilm``: the default, all-MiniLM-L6-v2 int8 ONNX, local;
 ``wordllama``: fast static embeddings, local; ``openai_compat``: any OpenAI-compatible
 ``/embeddings`` endpoint, remote) and the content-addressed Parquet cache
-(:func:`embed_with_cache`). Provider modules load lazily, so importing this package
+(:func:`embed_with_cache`; :func:`fill_cache` for one shard of a partitioned
+build). Provider modules load lazily, so importing this package
 does not import onnxruntime, tokenizers or wordllama.
 
 Does not belong here: ANN indexes and vector files (``metabundle.index.ann``), choosing
@@ -22,7 +23,13 @@ from metabundle.index.embed.base import (
     l2_normalize,
     normalize_text,
 )
-from metabundle.index.embed.cache import CacheStats, EmbeddingCache, cache_keys, embed_with_cache
+from metabundle.index.embed.cache import (
+    CacheStats,
+    EmbeddingCache,
+    cache_keys,
+    embed_with_cache,
+    fill_cache,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -33,6 +40,7 @@ __all__ = [
     "ProgressCallback",
     "cache_keys",
     "embed_with_cache",
+    "fill_cache",
     "get_embedder",
     "l2_normalize",
     "normalize_text",

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import NamedTuple, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,14 @@ import pyarrow.parquet as pq
 
 from metabundle.index.embed.base import Embedder, ProgressCallback, normalize_text
 
-__all__ = ["CacheStats", "EmbeddingCache", "cache_keys", "embed_with_cache"]
+__all__ = [
+    "CHUNK_TEXTS",
+    "CacheStats",
+    "EmbeddingCache",
+    "cache_keys",
+    "embed_with_cache",
+    "fill_cache",
+]
 
 KEY_BYTES = 32
 _PART_GLOB = "part-*.parquet"
@@ -122,6 +129,22 @@ class EmbeddingCache:
             rows_np = rows.to_numpy()
             found = rows_np >= 0
             return found, state.vectors[rows_np[found]]
+
+    def contains(self, model_id: str, keys: np.ndarray) -> np.ndarray:
+        """A bool mask: which of the ``S32`` ``keys`` are cached for ``model_id``.
+
+        Reads only the parts' key columns (32 bytes an entry), so a process that fills
+        the cache for one shard never holds the other shards' vectors.
+        """
+        folder = self.model_dir(model_id)
+        parts = sorted(folder.glob(_PART_GLOB)) if folder.is_dir() else []
+        if len(keys) == 0 or not parts:
+            return np.zeros(len(keys), bool)
+        known = pa.concat_arrays(
+            [pq.read_table(part, columns=["key"]).column("key").combine_chunks() for part in parts]
+        )
+        found = pc.is_in(_key_array(keys), value_set=known.cast(pa.binary(KEY_BYTES)))
+        return found.to_numpy(zero_copy_only=False)
 
     def add(self, model_id: str, keys: np.ndarray, vectors: np.ndarray) -> Path | None:
         """Persist ``vectors`` under ``keys`` as a new part; returns its path (None if empty)."""
@@ -223,6 +246,73 @@ class EmbeddingCache:
         state.parts.update(names)
 
 
+#: Distinct texts embedded between two cache writes: what an interrupted run can lose.
+CHUNK_TEXTS = 8192
+
+
+class _Filled(NamedTuple):
+    """What :func:`_fill` did, and the distinct keys (with each text's) it covered."""
+
+    stats: CacheStats
+    unique_keys: np.ndarray
+    inverse: np.ndarray
+
+
+def _fill(
+    embedder: Embedder,
+    texts: Sequence[str],
+    cache: EmbeddingCache,
+    *,
+    progress: ProgressCallback | None,
+    on_start: Callable[[int], None] | None,
+    chunk_texts: int | None,
+) -> _Filled:
+    """Embed the distinct texts ``cache`` lacks, persisting every ``chunk_texts`` of them
+    (default :data:`CHUNK_TEXTS`)."""
+    model_id = embedder.model_id
+    normalized = [normalize_text(t) for t in texts]
+    keys = cache_keys(model_id, normalized)
+    unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    missing = np.flatnonzero(~cache.contains(model_id, unique_keys))
+    if on_start is not None:
+        on_start(len(missing))
+    step = chunk_texts or CHUNK_TEXTS
+    for start in range(0, len(missing), step):
+        chunk = missing[start : start + step]
+        vectors = embedder.embed([normalized[first[i]] for i in chunk], progress=progress)
+        cache.add(model_id, unique_keys[chunk], vectors)
+    stats = CacheStats(
+        requested=len(texts),
+        unique=len(unique_keys),
+        cached=len(unique_keys) - len(missing),
+        embedded=len(missing),
+    )
+    return _Filled(stats, unique_keys, inverse.reshape(-1))
+
+
+def fill_cache(
+    embedder: Embedder,
+    texts: Sequence[str],
+    cache: EmbeddingCache,
+    *,
+    progress: ProgressCallback | None = None,
+    on_start: Callable[[int], None] | None = None,
+    chunk_texts: int | None = None,
+) -> CacheStats:
+    """Make sure ``cache`` holds a vector for every distinct text of ``texts``.
+
+    Distinct texts not yet cached are embedded ``chunk_texts`` at a time and each
+    chunk is written as its own part, so a run that is killed keeps what it finished
+    and the next run embeds only the rest. ``on_start`` is told how many distinct texts
+    will be embedded, before the first is; ``progress`` receives the embedder's
+    increments, i.e. counts only texts actually embedded.
+    """
+    filled = _fill(
+        embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
+    )
+    return filled.stats
+
+
 def embed_with_cache(
     embedder: Embedder,
     texts: Sequence[str],
@@ -230,45 +320,15 @@ def embed_with_cache(
     *,
     progress: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
+    chunk_texts: int | None = None,
 ) -> tuple[np.ndarray, CacheStats]:
-    """Vectors for ``texts`` (input order), embedding only distinct texts not yet cached.
-
-    New vectors are appended to ``cache`` as one part. ``on_start`` is told how many
-    distinct texts will be embedded, before the first is; ``progress`` receives the
-    embedder's increments, i.e. counts only texts actually embedded.
-    """
-    model_id = embedder.model_id
-    normalized = [normalize_text(t) for t in texts]
-    keys = cache_keys(model_id, normalized)
-    unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    found, cached_vectors = cache.lookup(model_id, unique_keys)
-    missing = np.flatnonzero(~found)
-    if on_start is not None:
-        on_start(len(missing))
-    new_vectors = None
-    if len(missing):
-        new_vectors = embedder.embed([normalized[first[i]] for i in missing], progress=progress)
-        cache.add(model_id, unique_keys[missing], new_vectors)
-    dimension = _dimension_of(embedder, cached_vectors, new_vectors, len(unique_keys))
-    unique_vectors = np.empty((len(unique_keys), dimension), dtype=np.float32)
-    if found.any():
-        unique_vectors[found] = cached_vectors
-    if new_vectors is not None:
-        unique_vectors[missing] = new_vectors
-    stats = CacheStats(
-        requested=len(texts),
-        unique=len(unique_keys),
-        cached=int(found.sum()),
-        embedded=len(missing),
+    """Vectors for ``texts`` (input order), embedding only distinct texts not yet cached
+    (as :func:`fill_cache` does, chunk by chunk)."""
+    filled = _fill(
+        embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
     )
-    return unique_vectors[inverse.reshape(-1)], stats
-
-
-def _dimension_of(
-    embedder: Embedder, cached: np.ndarray, new: np.ndarray | None, unique: int
-) -> int:
-    if new is not None:
-        return int(new.shape[1])
-    if unique:  # every text was cached
-        return int(cached.shape[1])
-    return int(embedder.dimension)
+    # every key is cached now
+    _, unique_vectors = cache.lookup(embedder.model_id, filled.unique_keys)
+    if not len(filled.unique_keys):
+        unique_vectors = np.empty((0, int(embedder.dimension)), np.float32)
+    return unique_vectors[filled.inverse], filled.stats
