@@ -43,9 +43,12 @@ def column_type(spec: dict[str, str]) -> ColumnType:
     return _BIGQUERY_TYPES[spec["type"]]
 
 
-def index_columns(index_name: str) -> tuple[Column, ...]:
+def index_columns(index_name: str, key: tuple[str, ...]) -> tuple[Column, ...]:
+    """The package schema's columns; the key columns are required."""
     return tuple(
-        Column(spec["name"], column_type(spec), spec["description"])
+        Column(
+            spec["name"], column_type(spec), spec["description"], nullable=spec["name"] not in key
+        )
         for spec in package_schema(index_name)["columns"]
     )
 
@@ -59,9 +62,9 @@ PRIMARY_KEYS = {
 
 
 def index_table(index_name: str) -> Table:
-    columns = index_columns(index_name)
-    names = {c.name for c in columns}
     key = PRIMARY_KEYS.get(index_name, ("SeriesInstanceUID",))
+    columns = index_columns(index_name, key)
+    names = {c.name for c in columns}
     return Table(
         name=table_name(index_name),
         source=SOURCE,

@@ -15,6 +15,7 @@ from mcp_types import CallToolResult
 
 from metabundle.mcp.resources import (
     CONTRACT_URI,
+    IDC_GUIDE_URI,
     INFO_URI,
     TABLE_URI,
     TABLES_URI,
@@ -171,7 +172,7 @@ async def test_resources_are_listed(server: MCPServer) -> None:
     async with Client(server) as client:
         resources = {str(r.uri): r for r in (await client.list_resources()).resources}
         templates = (await client.list_resource_templates()).resource_templates
-    assert set(resources) == {CONTRACT_URI, INFO_URI, TABLES_URI}
+    assert set(resources) == {CONTRACT_URI, INFO_URI, TABLES_URI, IDC_GUIDE_URI}
     assert resources[CONTRACT_URI].mime_type == "text/markdown"
     assert [t.uri_template for t in templates] == [TABLE_URI]
 

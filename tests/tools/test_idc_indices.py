@@ -335,6 +335,32 @@ def test_the_manifest_command_writes_the_selection(idc: Release, idc_build: Buil
     assert bad.returncode == 1 and "Nope" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_per_file_https_urls_only_where_the_release_lists_files(idc: Release, golden) -> None:
+    listed = dict(
+        golden.execute(
+            "SELECT SeriesInstanceUID, list(crdc_instance_uuid ORDER BY crdc_instance_uuid) "
+            "FROM sm_instance_index GROUP BY 1"
+        ).fetchall()
+    )
+    uid = min(listed)
+    bucket, uuid = golden.execute(
+        "SELECT aws_bucket, crdc_series_uuid FROM series WHERE SeriesInstanceUID = ?", [uid]
+    ).fetchone()
+    other = golden.execute(
+        "SELECT SeriesInstanceUID FROM series WHERE Modality = 'CT' ORDER BY 1 LIMIT 1"
+    ).fetchone()[0]
+    payload = ok(
+        idc,
+        "get_cohort_urls",
+        {"filters": {"SeriesInstanceUID": [uid, other]}, "files": True, "provider": "aws"},
+    )
+    entries = {e["SeriesInstanceUID"]: e for e in payload["series"]}
+    assert entries[uid]["https_files"]["aws"] == [
+        f"https://{bucket}.s3.amazonaws.com/{uuid}/{instance}.dcm" for instance in listed[uid]
+    ]
+    assert "https_files" not in entries[other] and entries[other]["aws"].startswith("s3://")
+
+
 def test_a_manifest_as_of_an_earlier_version(idc: Release, golden) -> None:
     version, collection = golden.execute(
         "SELECT max_idc_version, collection_id FROM prior GROUP BY 1, 2 "

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from metabundle.schemas import duckdb_type, quote_identifier
+from metabundle.schemas import quote_identifier
 from metabundle.schemas.idc import IDC_SERIES
 from metabundle.search.errors import not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
@@ -40,12 +40,11 @@ from metabundle.search.services.idc_common import (
 from metabundle.search.services.idc_filters import (
     ANALYSIS_NOTE,
     BODY_PART_NOTE,
+    Attribute,
     Filters,
-    compile_filters,
-    is_numeric,
     resolve_attribute,
 )
-from metabundle.search.services.idc_indices import index_attribute_values
+from metabundle.search.services.idc_indices import attribute_entry, attribute_values
 from metabundle.search.tools import tool
 
 Text = Annotated[str, StringConstraints(max_length=200)]
@@ -514,17 +513,6 @@ def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
 # -- attributes -------------------------------------------------------------------------
 
 
-def _attribute_entry(column_name: str) -> dict[str, Any]:
-    column = IDC_SERIES.column(column_name)
-    numeric = is_numeric(column)
-    return {
-        "name": column.name,
-        "type": duckdb_type(column, IDC_SERIES),
-        "filter": "list of values or {min, max} range" if numeric else "list of values",
-        "description": column.description,
-    }
-
-
 @tool(
     "list_attributes",
     "List the series attributes Imaging Data Commons cohorts filter on (the columns of "
@@ -538,7 +526,7 @@ def list_attributes(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
     return {
         "table": IDC_SERIES.name,
-        "attributes": [_attribute_entry(c.name) for c in IDC_SERIES.columns],
+        "attributes": [attribute_entry(Attribute(c)) for c in IDC_SERIES.columns],
         "notes": [ATTRIBUTES_NOTE, BODY_PART_NOTE, ANALYSIS_NOTE],
     }
 
@@ -578,43 +566,4 @@ class AttributeValuesParams(Params):
 def get_attribute_values(release: Release, params: AttributeValuesParams) -> dict[str, Any]:
     require_idc(release)
     attribute = resolve_attribute(params.attribute, "attribute")
-    if attribute.index:
-        return index_attribute_values(
-            release, attribute, params.filters, params.contains, params.limit
-        )
-    column = attribute.column
-    selection = compile_filters(release, params.filters)
-    name = quote_identifier(column.name)
-    where, args = selection.where, list(selection.params)
-    if params.contains:
-        where += f" AND contains(lower(CAST({name} AS VARCHAR)), lower(?))"
-        args.append(params.contains)
-    summary = release.query_dicts(
-        f"""
-        SELECT count(DISTINCT {name}) AS total_distinct,
-               count(*) FILTER (WHERE {name} IS NULL) AS null_series,
-               count(*) AS series, min({name}) AS min, max({name}) AS max
-        FROM idc_series WHERE {where}
-        """,
-        args,
-    )[0]
-    rows = release.query(
-        f"SELECT {name}, count(*) AS n FROM idc_series WHERE {where} AND {name} IS NOT NULL "
-        f"GROUP BY 1 ORDER BY n DESC, 1 LIMIT ?",
-        [*args, params.limit],
-    )
-    payload: dict[str, Any] = {
-        **_attribute_entry(column.name),
-        "values": [{"value": value, "series": n} for value, n in rows],
-        "returned": len(rows),
-        "total_distinct": summary["total_distinct"],
-        "truncated": len(rows) < summary["total_distinct"],
-        "null_series": summary["null_series"],
-        "series": summary["series"],
-        **selection.echo(),
-    }
-    if is_numeric(column):
-        payload["range"] = {"min": summary["min"], "max": summary["max"]}
-    if column.name == "BodyPartExamined" and BODY_PART_NOTE not in payload["notes"]:
-        payload["notes"].append(BODY_PART_NOTE)
-    return payload
+    return attribute_values(release, attribute, params.filters, params.contains, params.limit)

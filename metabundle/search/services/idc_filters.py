@@ -216,10 +216,10 @@ class Attribute:
 
     def values_sql(self) -> str:
         """One row per value of the attribute (list elements unnested), as ``v``, with
-        the row's ``SeriesInstanceUID``."""
+        the row's columns (so a selection's WHERE applies to it)."""
         name = quote_identifier(self.column.name)
         value = f"unnest({name})" if self.is_list else name
-        return f"SELECT SeriesInstanceUID, {value} AS v FROM {self.table.name}"
+        return f"SELECT *, {value} AS v FROM {self.table.name}"
 
 
 def _qualified(name: str, parameter: str) -> Attribute:

@@ -1,6 +1,6 @@
-"""Imaging Data Commons specialized indices as filter attributes: their columns
-(``list_index_attributes``) and the values of one of them (behind
-``get_attribute_values``), counted in series.
+"""Imaging Data Commons attributes: the columns of the specialized indices
+(``list_index_attributes``) and the values of any attribute, of ``idc_series`` or of an
+index (behind ``get_attribute_values``), counted in series.
 
 The indices are ``seg_index``, ``rtstruct_index``, ``ann_index``/``ann_group_index``,
 ``ct_index``, ``mr_index``, ``pt_index``, ``contrast_index``,
@@ -112,24 +112,22 @@ def list_index_attributes(release: Release, params: IndexAttributesParams) -> di
     return {"indices": indices, "notes": [ROUTING_NOTE, INDEX_NOTE]}
 
 
-def index_attribute_values(
+def attribute_values(
     release: Release,
     attribute: Attribute,
     filters: dict[str, Any] | None,
     contains: str | None,
     limit: int,
 ) -> dict[str, Any]:
-    """The distinct values of an index attribute with the number of series holding
-    each (list columns counted per element), among the series ``filters`` select."""
+    """The distinct values of an attribute with the number of series holding each
+    (list columns counted per element), among the series ``filters`` select."""
     require_loaded(release, attribute)
     selection = compile_filters(release, filters)
-    where, args = "TRUE", []
-    if not selection.empty:
-        where = (
-            "SeriesInstanceUID IN (SELECT SeriesInstanceUID FROM idc_series "
-            f"WHERE {selection.where})"
-        )
-        args = list(selection.params)
+    where, args = selection.where, list(selection.params)
+    series = "count(*)"  # idc_series has one row per series
+    if attribute.index:
+        series = "count(DISTINCT SeriesInstanceUID)"
+        where = f"SeriesInstanceUID IN (SELECT SeriesInstanceUID FROM idc_series WHERE {where})"
     if contains:
         where += " AND contains(lower(CAST(v AS VARCHAR)), lower(?))"
         args.append(contains)
@@ -137,20 +135,19 @@ def index_attribute_values(
     summary = release.query_dicts(
         f"""
         SELECT count(DISTINCT v) AS total_distinct,
-               count(DISTINCT SeriesInstanceUID) FILTER (WHERE v IS NULL) AS null_series,
-               count(DISTINCT SeriesInstanceUID) AS series, min(v) AS min, max(v) AS max
+               {series} FILTER (WHERE v IS NULL) AS null_series,
+               {series} AS series, min(v) AS min, max(v) AS max
         FROM {values} WHERE {where}
         """,
         args,
     )[0]
     rows = release.query(
-        f"SELECT v, count(DISTINCT SeriesInstanceUID) AS n FROM {values} "
+        f"SELECT v, {series} AS n FROM {values} "
         f"WHERE {where} AND v IS NOT NULL GROUP BY 1 ORDER BY n DESC, 1 LIMIT ?",
         [*args, limit],
     )
     payload: dict[str, Any] = {
         **attribute_entry(attribute),
-        "index": attribute.index,
         "values": [{"value": value, "series": n} for value, n in rows],
         "returned": len(rows),
         "total_distinct": summary["total_distinct"],
@@ -161,8 +158,9 @@ def index_attribute_values(
     }
     if is_numeric(attribute.column):
         payload["range"] = {"min": summary["min"], "max": summary["max"]}
-    if attribute.index in REFERENCE_COLUMNS:
-        payload["notes"] = [*payload["notes"], INDEX_NOTE]
-    if attribute.column.name == "SegmentedPropertyType_CodeMeanings":
-        payload["notes"] = [*payload["notes"], BODY_PART_NOTE]
+    if attribute.index in REFERENCE_COLUMNS and INDEX_NOTE not in payload["notes"]:
+        payload["notes"].append(INDEX_NOTE)
+    body_part = ("BodyPartExamined", "SegmentedPropertyType_CodeMeanings")
+    if attribute.column.name in body_part and BODY_PART_NOTE not in payload["notes"]:
+        payload["notes"].append(BODY_PART_NOTE)
     return payload

@@ -69,6 +69,24 @@ def series_prefix(provider: str, aws_bucket: str, uuid: str) -> str:
     return f"{SCHEMES[provider]}://{bucket}/{uuid}/"
 
 
+def file_url(provider: str, aws_bucket: str, series_uuid: str, instance_uuid: str) -> str:
+    """The public https URL of one DICOM file (``<series uuid>/<instance uuid>.dcm``)."""
+    if provider == "aws":
+        return f"https://{aws_bucket}.s3.amazonaws.com/{series_uuid}/{instance_uuid}.dcm"
+    return f"{GCS_ENDPOINT}/{gcs_bucket(aws_bucket)}/{series_uuid}/{instance_uuid}.dcm"
+
+
+def instance_files(release: Release, series: list[str]) -> dict[str, list[str]]:
+    """Per series, the crdc_instance_uuid of each of its files, where the release has
+    instance-level data (sm_instance_index: slide microscopy)."""
+    rows = release.query(
+        "SELECT SeriesInstanceUID, list(crdc_instance_uuid ORDER BY crdc_instance_uuid) "
+        "FROM idc_sm_instance_index WHERE list_contains(?, SeriesInstanceUID) GROUP BY 1",
+        [series],
+    )
+    return dict(rows)
+
+
 def manifest_line(provider: str, aws_bucket: str, uuid: str) -> str:
     """One s5cmd manifest line, as the IDC portal exports them (``cp s3://b/u/* .``)."""
     return f"cp {series_prefix(provider, aws_bucket, uuid)}* ."

@@ -38,6 +38,8 @@ from metabundle.search.services.idc_filters import (
 from metabundle.search.services.idc_manifest import (
     ENDPOINTS,
     download_block,
+    file_url,
+    instance_files,
     manifest_lines,
     page_rows,
     scope,
@@ -55,8 +57,8 @@ VIEWER_BASE = "https://viewer.imaging.datacommons.cancer.gov"
 URL_NOTE = (
     "aws and gcs are s5cmd series prefixes (s3://, gs://; public buckets, no account): "
     "`s5cmd --no-sign-request --endpoint-url <endpoint_url> cp '<prefix>*' DIR` fetches "
-    "a series' DICOM files. They are not https links; this release lists no "
-    "per-file URLs for them."
+    "a series' DICOM files; they are not https links. files=true adds https_files, "
+    "per-file https URLs, to series with instance-level data (slide microscopy)."
 )
 
 
@@ -70,6 +72,10 @@ class CohortUrlsParams(Params):
         int, clamp(0, MAX_PAGE), Field(description=f"Series per page, 0..{MAX_PAGE}.")
     ] = DEFAULT_PAGE
     offset: Offset = 0
+    files: Annotated[
+        bool,
+        Field(description="Add per-file https URLs where the release lists the files (SM)."),
+    ] = False
     idc_version: Annotated[
         int | None,
         Field(
@@ -125,14 +131,21 @@ def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any
     if summary["counts"]["series"] > MAX_SERIES:
         raise _too_large(summary, selection)
     providers = ["aws", "gcs"] if params.provider == "both" else [params.provider]
-    series = [
-        {
+    page = page_rows(release, rows, params.limit, params.offset)
+    files = instance_files(release, [row[0] for row in page]) if params.files else {}
+    series = []
+    for uid, bucket, uuid, size_mb in page:
+        entry = {
             "SeriesInstanceUID": uid,
             "size_bytes": series_bytes(size_mb),
             **{p: series_prefix(p, bucket, uuid) for p in providers},
         }
-        for uid, bucket, uuid, size_mb in page_rows(release, rows, params.limit, params.offset)
-    ]
+        if uid in files:
+            entry["https_files"] = {
+                p: [file_url(p, bucket, uuid, instance) for instance in files[uid]]
+                for p in providers
+            }
+        series.append(entry)
     warnings = list(selection.warnings)
     total_bytes = summary["total_size"]["bytes"]
     if total_bytes > LARGE_BYTES:
@@ -151,7 +164,7 @@ def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any
         "warnings": warnings,
         "notes": [*selection.notes, URL_NOTE],
     }
-    return check_size(payload, "lower limit or pick one provider")
+    return check_size(payload, "lower limit, pick one provider or drop files")
 
 
 def cohort_manifest(
