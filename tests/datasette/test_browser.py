@@ -291,8 +291,11 @@ def test_an_entity_page_per_main_entity(
 
 
 def drawn(chart: Locator) -> None:
-    """The chart has been drawn: vega-embed's SVG or canvas, with marks."""
-    expect(chart.locator("svg .mark-rect path, canvas").first).to_be_attached()
+    """The chart has been drawn: Vega's canvas (or SVG) of marks, with a size."""
+    marks = chart.locator(".marks").first
+    expect(marks).to_be_visible()
+    box = marks.bounding_box()
+    assert box is not None and box["width"] > 100 and box["height"] > 50, box
 
 
 def test_charts_are_drawn(page: Page, served_url: str) -> None:
@@ -330,10 +333,10 @@ def test_a_search_from_q_links_each_hit_to_its_entity_page(page: Page, served_ur
     facets = page.locator(".search-facets a[data-facet=sources]")
     assert facets.count() >= 2
     shot(page, "search-q")
-    first = links.first
-    title = first.inner_text()
-    first.click()
-    expect(page.locator(".entity-head h1")).to_have_text(title)
+    key = results.first.locator(".result-meta code").inner_text()
+    links.first.click()
+    expect(page.locator(".entity-head .entity-kind code")).to_have_text(key)
+    above_the_fold(page.locator(".entity-head .canonical-link a"))
     page.go_back()
     page.locator('.search-facets a[data-facet=sources][data-value="ukb"]').click()
     expect(page).to_have_url(re.compile(r"q=alcohol\+intake\+frequency&limit=20&sources=ukb"))

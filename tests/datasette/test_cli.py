@@ -31,7 +31,7 @@ def served_plugin_pins(served_url: str) -> set[str]:
     versions = httpx.get(f"{served_url}/-/versions.json").json()
     pins = {f"datasette=={versions['datasette']['version']}"}
     for plugin in plugins:
-        if plugin["name"] != "metabundle.datasette_plugin":
+        if plugin["name"] != "metabundle":
             pins.add(f"{plugin['name'].replace('_', '-')}=={plugin['version']}")
     return pins
 
