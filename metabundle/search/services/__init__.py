@@ -14,5 +14,7 @@ from metabundle.search.services import (  # noqa: F401
     idc_cohort,
     idc_urls,
     omop,
+    omop_concept_set,
+    omop_graph,
     ukb,
 )
