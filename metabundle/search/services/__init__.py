@@ -15,6 +15,7 @@ from metabundle.search.services import (  # noqa: F401
     idc_urls,
     omop,
     omop_concept_set,
+    omop_crosswalk,
     omop_graph,
     ukb,
 )

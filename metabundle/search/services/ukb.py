@@ -46,6 +46,7 @@ from metabundle.search.retrieval import (
     normalize_identifier,
     rank,
 )
+from metabundle.search.services.omop_crosswalk import linked_concepts
 from metabundle.search.services.ukb_priors import (
     companions,
     order_equal_titles,
@@ -680,4 +681,5 @@ def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]
         "encoding": encoding_block(release, row["encoding_id"], params.value_limit),
         "category": category_block(release, row),
         "aliases": alias_summary(aliases),
+        "linked_concepts": linked_concepts(release, "ukb", str(field_id)),
     }
