@@ -20,9 +20,10 @@ def read(path: Path) -> pl.DataFrame:
 def test_the_export_has_athena_proportions_and_structure(tmp_path: Path) -> None:
     rows = generate(tmp_path, TINY)
     assert rows == sizes(TINY)
-    assert rows["relationships"] / rows["concepts"] == ATHENA_ROWS["relationships"] / ATHENA_ROWS[
-        "concepts"
-    ]
+    assert (
+        rows["relationships"] / rows["concepts"]
+        == ATHENA_ROWS["relationships"] / ATHENA_ROWS["concepts"]
+    )
     concept = read(tmp_path / "CONCEPT.csv")
     relationship = read(tmp_path / "CONCEPT_RELATIONSHIP.csv")
     ancestor = read(tmp_path / "CONCEPT_ANCESTOR.csv")
