@@ -223,6 +223,10 @@ class EmbeddingCache:
         state.parts.update(names)
 
 
+#: Texts embedded between two cache parts: what an interruption can lose at most.
+CHECKPOINT_TEXTS = 50_000
+
+
 def embed_with_cache(
     embedder: Embedder,
     texts: Sequence[str],
@@ -233,9 +237,11 @@ def embed_with_cache(
 ) -> tuple[np.ndarray, CacheStats]:
     """Vectors for ``texts`` (input order), embedding only distinct texts not yet cached.
 
-    New vectors are appended to ``cache`` as one part. ``on_start`` is told how many
-    distinct texts will be embedded, before the first is; ``progress`` receives the
-    embedder's increments, i.e. counts only texts actually embedded.
+    New vectors are appended to ``cache`` one part per :data:`CHECKPOINT_TEXTS` texts,
+    so an interrupted run keeps what it embedded and the next run resumes after it.
+    ``on_start`` is told how many distinct texts will be embedded, before the first is;
+    ``progress`` receives the embedder's increments, i.e. counts only texts actually
+    embedded.
     """
     model_id = embedder.model_id
     normalized = [normalize_text(t) for t in texts]
@@ -247,8 +253,13 @@ def embed_with_cache(
         on_start(len(missing))
     new_vectors = None
     if len(missing):
-        new_vectors = embedder.embed([normalized[first[i]] for i in missing], progress=progress)
-        cache.add(model_id, unique_keys[missing], new_vectors)
+        chunks = []
+        for start in range(0, len(missing), CHECKPOINT_TEXTS):
+            chunk = missing[start : start + CHECKPOINT_TEXTS]
+            vectors = embedder.embed([normalized[first[i]] for i in chunk], progress=progress)
+            cache.add(model_id, unique_keys[chunk], vectors)
+            chunks.append(vectors)
+        new_vectors = np.concatenate(chunks)
     dimension = _dimension_of(embedder, cached_vectors, new_vectors, len(unique_keys))
     unique_vectors = np.empty((len(unique_keys), dimension), dtype=np.float32)
     if found.any():
