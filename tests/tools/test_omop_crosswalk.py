@@ -123,18 +123,28 @@ def test_ukb_icd10_coding_values_link_to_the_standard_concept_their_code_maps_to
 def test_crosswalk_tool_groups_by_source_and_follows_descendants(release: Release) -> None:
     direct = call(release, "concept_crosswalk", concept_id=GI_BLEED)
     assert "19:K922" in {i["entity_id"] for i in direct["sources"]["ukb"]["items"]}
-    (ancestor,), *_ = release.query(
-        "SELECT ancestor_concept_id FROM omop_concept_ancestor a "
+    assert direct["concept"]["concept_id"] == GI_BLEED and direct["include_descendants"]
+    # an entity linked to a concept below an ancestor of the vocabulary, and not to
+    # the ancestor itself
+    (source, entity_id, ancestor), *_ = release.query(
+        "SELECT x.source, x.entity_id, a.ancestor_concept_id FROM concept_crosswalk x "
+        "JOIN omop_concept_ancestor a ON a.descendant_concept_id = x.concept_id "
         "JOIN omop_concept c ON c.concept_id = a.ancestor_concept_id "
-        "WHERE descendant_concept_id = ? AND min_levels_of_separation = 1 ORDER BY 1",
-        [GI_BLEED],
+        "WHERE a.min_levels_of_separation > 0 AND NOT EXISTS (SELECT 1 FROM "
+        "concept_crosswalk y WHERE y.entity_id = x.entity_id "
+        "AND y.concept_id = a.ancestor_concept_id) ORDER BY 3, 2 LIMIT 1"
     )
-    below = call(release, "concept_crosswalk", concept_id=ancestor)
-    assert "19:K922" in {i["entity_id"] for i in below["sources"]["ukb"]["items"]}
-    only = call(release, "concept_crosswalk", concept_id=ancestor, include_descendants=False)
-    assert "19:K922" not in {
-        i["entity_id"] for i in only["sources"].get("ukb", {"items": []})["items"]
-    }
+    below = call(release, "concept_crosswalk", concept_id=ancestor, limit=500)
+    assert entity_id in {i["entity_id"] for i in below["sources"][source]["items"]}
+    only = call(
+        release, "concept_crosswalk", concept_id=ancestor, include_descendants=False, limit=500
+    )
+    listed = only["sources"].get(source, {"items": []})["items"]
+    assert entity_id not in {i["entity_id"] for i in listed}
+    for group in below["sources"].values():
+        assert group["links"] >= len(group["items"])
+        for item in group["items"]:
+            assert item["athena_url"].endswith(str(item["concept_id"]))
 
 
 def test_similarity_links_are_labelled_and_strong(release: Release) -> None:
