@@ -18,6 +18,8 @@ def search_artifacts(*stages: SearchStage) -> SearchArtifacts:
         artifacts.tables.update({name: stage.table(name) for name in stage.tables})
         artifacts.files.update({name: stage.file(name) for name in stage.files})
         artifacts.info.update({k: v for k, v in stage.info.items() if not isinstance(v, dict)})
+        if "coverage" in stage.info:
+            artifacts.coverage[stage.step] = stage.info["coverage"]
         artifacts.keys[stage.step] = stage.key
     return artifacts
 
@@ -33,13 +35,14 @@ def release(
     keyword_index: SearchStage,
     embeddings: SearchStage,
     ann_indexes: SearchStage,
+    crosswalk: SearchStage,
     build_config: BuildConfig,
     progress: ResourceParam[Progress],
 ) -> str:
     settings = build_config.settings()
     with progress.step("release") as record:
         staged = [load_staged(settings, name) for name in with_dependencies(settings.sources)]
-        artifacts = search_artifacts(search_docs, keyword_index, embeddings, ann_indexes)
+        artifacts = search_artifacts(search_docs, keyword_index, embeddings, ann_indexes, crosswalk)
         outcome = make_release(settings, staged, artifacts, report=progress.reporter("release"))
         record.reused = {"release": outcome.up_to_date, "version": outcome.path.name}
     path = outcome.path

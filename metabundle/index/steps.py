@@ -11,6 +11,8 @@
    the cache); :func:`build_embeddings` then assembles every document's vector from
    the cache.
 4. :func:`build_ann_indexes` builds one HNSW index per source over those vectors.
+5. :func:`build_crosswalk` links every source's entities to standard OMOP concepts
+   (``index/crosswalk.py``).
 
 Each step writes into ``<cache>/search/<step>/<key>/`` where the key hashes its
 inputs, so a rebuild with unchanged inputs reuses the folder.
@@ -35,6 +37,7 @@ import pyarrow.parquet as pq
 from metabundle.config import BuildSettings, env
 from metabundle.db import connect
 from metabundle.index.ann import build_ann_index, save_vectors
+from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
     CacheStats,
     Embedder,
@@ -53,7 +56,14 @@ from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
 
 Reporter = Callable[[str], None]
-STEP_VERSION = {"docs": "2", "keyword": "1", "embed_plan": "1", "embeddings": "1", "ann": "1"}
+STEP_VERSION = {
+    "docs": "2",
+    "keyword": "1",
+    "embed_plan": "1",
+    "embeddings": "1",
+    "ann": "1",
+    "crosswalk": "1",
+}
 DONE = "_stage.json"
 FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats")
 VECTORS_FILE = "ann/vectors.npy"
@@ -476,3 +486,58 @@ def build_ann_indexes(
         return SearchStage("ann", key, False, {}, files, {"ann_backend": backend})
 
     return _cached_step(settings, "ann", key, make)
+
+
+# -- 5. crosswalk -----------------------------------------------------------------------
+
+
+def build_crosswalk(
+    settings: BuildSettings,
+    sources: list[StagedSource],
+    docs: SearchStage,
+    embeddings: SearchStage,
+    ann: SearchStage,
+    report: Reporter,
+) -> SearchStage:
+    """The ``concept_crosswalk`` table and its coverage; nothing without OMOP."""
+    if not any(s.source == "omop" for s in sources):
+        return SearchStage("crosswalk", "none", False)
+    staged = sorted(sources, key=lambda s: s.source)
+    key = _key("crosswalk", *(f"{s.source}:{s.cache_key}" for s in staged), docs.key, ann.key)
+    tables = {
+        name: table.path
+        for source in staged
+        for name, table in source.tables.items()
+        if name in CROSSWALK_INPUTS
+    }
+    ann_path = next(
+        (
+            Path(path)
+            for name, path in ann.files.items()
+            if name.startswith("ann/omop.") and not name.endswith(".json")
+        ),
+        None,
+    )
+
+    def make(folder: Path) -> SearchStage:
+        with connect() as con:
+            vectors = (
+                np.load(embeddings.file(VECTORS_FILE), mmap_mode="r") if embeddings.files else None
+            )
+            relation, coverage = crosswalk_table(
+                con, tables, docs.table("search_doc"), vectors, ann_path
+            )
+            table = stage_table(
+                "concept_crosswalk", relation, folder / "concept_crosswalk.parquet", con=con
+            )
+        report(f"concept_crosswalk: {table.rows:,} links")
+        return SearchStage(
+            "crosswalk",
+            key,
+            False,
+            {"concept_crosswalk": str(table.path)},
+            {},
+            {"coverage": coverage},
+        )
+
+    return _cached_step(settings, "crosswalk", key, make)

@@ -38,7 +38,14 @@ USER_ERRORS = {
 }
 
 
-SEARCH_AND_RELEASE = ("search_docs", "keyword_index", "embeddings", "ann_indexes", "release")
+SEARCH_AND_RELEASE = (
+    "search_docs",
+    "keyword_index",
+    "embeddings",
+    "ann_indexes",
+    "crosswalk",
+    "release",
+)
 
 
 class BuildFailed(MetabundleError):

@@ -35,7 +35,18 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     lines = [headline]
     for name, block in sorted(coverage["sources"].items()):
         lines += source_lines(name, block)
+    if coverage.get("crosswalk"):
+        lines.append(crosswalk_line(coverage["crosswalk"]))
     return lines
+
+
+def crosswalk_line(block: dict[str, Any]) -> str:
+    """The share of each source's entities linked to standard OMOP concepts."""
+    shares = ", ".join(
+        f"{name} {entry['linked']:,}/{entry['entities']:,}"
+        for name, entry in sorted(block["sources"].items())
+    )
+    return f"crosswalk to standard OMOP concepts: {shares} linked (concept_crosswalk)."
 
 
 def coverage_html(coverage: dict[str, Any] | None) -> str:

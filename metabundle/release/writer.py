@@ -69,6 +69,7 @@ class SearchArtifacts:
     macros: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # search step → its cache key
+    coverage: dict[str, Any] = field(default_factory=dict)  # search step → coverage block
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ def _assemble(
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, destination)
     manifest = _manifest(version, created_at, sources, declared, search)
-    manifest.coverage = release_coverage(sources, profile)
+    manifest.coverage = release_coverage(sources, profile) | search.coverage
     manifest.build = build_record(sources, search)
     write_datasette_files(root, manifest.to_json())
     _drop_non_parquet_targets(parquet, declared)

@@ -30,6 +30,7 @@ from metabundle.index.embed import (
     get_embedder,
     normalize_text,
 )
+from metabundle.index.embed import cache as cache_module
 from metabundle.index.embed.minilm import (
     MODEL_SHA256,
     MiniLMEmbedder,
@@ -288,6 +289,33 @@ def test_cache_embeds_only_new_texts(tmp_path: Path, wordllama: WordLlamaEmbedde
     reopened.compact(wordllama.model_id)
     assert len(list(cache.model_dir(wordllama.model_id).iterdir())) == 1
     assert EmbeddingCache(tmp_path).count(wordllama.model_id) == 4
+
+
+class InterruptedEmbedder(CountingEmbedder):
+    """A real embedder whose run is interrupted (Ctrl-C) on its second batch."""
+
+    def embed(self, texts: Sequence[str], *, progress=None) -> np.ndarray:
+        if len(self.calls) == 1:
+            raise KeyboardInterrupt
+        return super().embed(texts, progress=progress)
+
+
+def test_an_interrupted_embedding_resumes_after_its_last_checkpoint(
+    tmp_path: Path, wordllama: WordLlamaEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "CHECKPOINT_TEXTS", 2)
+    texts = ["heart attack", "shoe size", "blood pressure", "date of birth", "body height"]
+    interrupted = InterruptedEmbedder(wordllama)
+    with pytest.raises(KeyboardInterrupt):
+        embed_with_cache(interrupted, texts, EmbeddingCache(tmp_path))
+    assert len(interrupted.calls) == 1 and len(interrupted.calls[0]) == 2
+    resumed = CountingEmbedder(wordllama)
+    vectors, stats = embed_with_cache(resumed, texts, EmbeddingCache(tmp_path))
+    assert stats["cached"] == 2 and stats["embedded"] == 3
+    assert sorted(t for call in resumed.calls for t in call) == sorted(
+        set(texts) - set(interrupted.calls[0])
+    )
+    np.testing.assert_allclose(vectors, wordllama.embed(texts), atol=1e-6)
 
 
 def test_cache_separates_models(tmp_path: Path) -> None:

@@ -216,6 +216,21 @@ OMOP_CALLS = [
     ("embedding_search", {"query": "heart attack", "limit": 5}),
     ("concept_ground", {"query": "high blood sugar", "limit": 5}),
     ("concept_get", {"concept_id": 201826, "max_related": 5}),
+    ("concept_ancestors", {"concept_id": 201826}),
+    ("concept_descendants", {"concept_id": 201826, "limit": 5}),
+    ("concept_relationships", {"concept_id": 201826, "limit": 5}),
+    ("concept_path", {"source_id": 201826, "target_id": 4001336, "within_domain": False}),
+    ("concept_by_code", {"vocabulary_id": "SNOMED", "concept_code": "44054006"}),
+    ("concept_nearest_standard_ancestor", {"concept_id": 35208414}),
+    (
+        "concept_set_resolve",
+        {
+            "expression": {
+                "items": [{"concept": {"CONCEPT_ID": 201826}, "includeDescendants": True}]
+            }
+        },
+    ),
+    ("embedding_neighbours", {"concept_id": 201826, "limit": 5}),
 ]
 
 

@@ -311,12 +311,18 @@ def test_navigate_maps_deprecated_and_drug_codes_to_valid_standard_targets(
 
 @pytest.mark.parametrize(
     "concept_ids",
-    [[], list(range(1, 102)), [0], [-5], [2**63], [K92_2, 2**63]],
+    [list(range(1, 102)), [0], [-5], [2**63], [K92_2, 2**63]],
 )
 def test_navigate_refuses_bad_batches(release: Release, concept_ids: list[int]) -> None:
     error = error_of(release, "concept_navigate_to_standard", concept_ids=concept_ids)
     assert error["code"] == "invalid_request"
     assert "concept_ids" in error["message"]
+
+
+def test_navigate_an_empty_batch_is_an_empty_answer(release: Release) -> None:
+    payload = call(release, "concept_navigate_to_standard", concept_ids=[])
+    assert payload["results"] == []
+    assert set(payload) == {"results", "data_notice"}
 
 
 def test_navigate_accepts_one_hundred_ids(release: Release) -> None:
@@ -457,6 +463,31 @@ def test_ground_results_are_standard_and_explained(release: Release) -> None:
         assert result["explanation"]["tier"] == payload["tier"]
         assert result["explanation"]["mapping_path"][-1] == result["concept_id"]
     assert len(set(ids(payload))) == len(payload["results"])
+
+
+def test_ground_reports_match_kind_score_breakdown_and_explanation(release: Release) -> None:
+    payload = call(release, "concept_ground", query="K92.2")
+    assert (payload["tier"], payload["matched_tier"]) == ("exact", "EXACT")
+    assert "exact" in payload["grounding_explanation"]
+    (result,) = payload["results"]
+    assert result["match_kind"] == "EXACT"
+    assert result["total_score"] == result["score_breakdown"]["match_score"] == 1.0
+    assert result["score_breakdown"]["mapping"] == "Maps to"
+    assert result["grounding_explanation"] == result["explanation"]["summary"]
+    assert "non_standard_candidates" not in payload
+    embedded = call(release, "concept_ground", query="broken collarbone")
+    assert {r["match_kind"] for r in embedded["results"]} == {"EMBEDDING_NEAREST"}
+    assert len(embedded["results"]) == 5  # the reference tool's default limit
+
+
+def test_ground_can_list_unmapped_non_standard_candidates_flagged(release: Release) -> None:
+    payload = call(release, "concept_ground", query="K92", include_non_standard=True)
+    (flagged,) = [c for c in payload["non_standard_candidates"] if c["concept_id"] == K92]
+    assert flagged["non_standard_candidate"] is True and flagged["standard_concept"] is False
+    assert flagged["match_kind"] == "EXACT" and flagged["match_source"] == "code"
+    assert "not a standard concept" in flagged["grounding_explanation"]
+    assert K92 not in ids(payload)
+    assert all(r["standard_concept"] for r in payload["results"])
 
 
 def test_ground_parent_ids_keep_only_descendants(release: Release) -> None:

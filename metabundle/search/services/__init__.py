@@ -18,5 +18,8 @@ from metabundle.search.services import (  # noqa: F401
     idc_indices,
     idc_urls,
     omop,
+    omop_concept_set,
+    omop_crosswalk,
+    omop_graph,
     ukb,
 )

@@ -24,6 +24,7 @@ from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit
 from metabundle.search.services.aou_identifiers import resolve_identifier
 from metabundle.search.services.aou_ranking import ITEM_COLUMNS, AouFilters, rank_items
+from metabundle.search.services.omop_crosswalk import linked_concepts
 from metabundle.search.tools import tool
 
 GROUP = "aou"
@@ -344,5 +345,6 @@ def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:
     if item["search_role"] == "navigation":
         payload["members"] = _capped(release, MEMBERS, [result_id], BY_POSITION)
     payload["relationships"] = _relationships(release, result_id)
+    payload["linked_concepts"] = linked_concepts(release, "aou", result_id)
     payload["coverage_notice"] = COVERAGE_NOTICE
     return payload

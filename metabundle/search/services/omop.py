@@ -214,9 +214,8 @@ class NavigateParams(Params):
     concept_ids: Annotated[
         list[ConceptId],
         Field(
-            min_length=1,
             max_length=MAX_NAVIGATE_IDS,
-            description=f"Concept ids to resolve, 1..{MAX_NAVIGATE_IDS} per call.",
+            description=f"Concept ids to resolve, at most {MAX_NAVIGATE_IDS} per call.",
         ),
     ]
 
@@ -248,7 +247,7 @@ class MapParams(Params):
     ]
 
 
-def _code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[str, Any]:
+def code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[str, Any]:
     """Close codes in the vocabulary and other vocabularies holding the code."""
     nearby = release.query(
         "SELECT DISTINCT concept_code FROM omop_concept WHERE vocabulary_id = ? "
@@ -289,7 +288,7 @@ def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, An
             release,
             "omop",
             f"There is no {vocabulary_id} concept with code {code!r} in this release.",
-            **_code_suggestions(release, str(vocabulary_id), code),
+            **code_suggestions(release, str(vocabulary_id), code),
         )
     (entry,) = navigation(release, rows[:1])
     return {
@@ -305,13 +304,13 @@ def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, An
 
 class EmbeddingParams(Params):
     query: Query
-    limit: SearchLimit = 20
+    limit: SearchLimit = 10
     domain: Domain = None
     vocabulary_id: Vocabulary = None
     standard_only: StandardOnly = False
     active_only: Annotated[
         bool, Field(description="Only valid concepts (invalid_reason is null).")
-    ] = False
+    ] = True
 
 
 @tool(
@@ -355,7 +354,7 @@ def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any
 
 class GroundParams(Params):
     query: Query
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 5
     domain: Domain = None
     vocabulary_id: Annotated[
         str | None,
@@ -373,6 +372,10 @@ class GroundParams(Params):
             f"(omop_concept_ancestor); at most {MAX_PARENT_IDS}.",
         ),
     ] = None
+    include_non_standard: Annotated[
+        bool,
+        Field(description="Also list matched concepts with no standard mapping, flagged."),
+    ] = False
 
 
 @tool(
@@ -382,7 +385,9 @@ class GroundParams(Params):
     "substring match, stopping at the first tier with results. Non-standard matches "
     "are mapped to standard via 'Maps to'. Each result has a score (meaning depends on "
     "the tier) and an explanation (tier, matched concept, mapping path); 'tiers' shows "
-    "what ran. Use parent_ids to keep only descendants of given concepts. Call "
+    "what ran; match_kind and grounding_explanation say how each matched, and "
+    "include_non_standard lists unmapped matches, flagged. Use parent_ids to keep only "
+    "descendants of given concepts. Call "
     "concept_get on a result for its hierarchy; use the primitives (concept_search_exact "
     "and friends) to control the strategy yourself.",
     GroundParams,
@@ -403,6 +408,7 @@ def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
         domain=canonical_domain(release, params.domain),
         vocabulary_id=canonical_vocabulary(release, params.vocabulary_id),
         parent_ids=parent_ids,
+        include_non_standard=params.include_non_standard,
     )
     return ground(release, request)
 

@@ -21,6 +21,13 @@ through ICD10CM names to their SNOMED targets); ``domain`` also restricts the st
 results. With ``parent_ids`` a result must be one of them or descend from one of them
 (``omop_concept_ancestor``); the matched concepts are restricted before candidate
 limits to those descending from a parent or mapping to such a descendant.
+
+Each result says how it matched as the reference tool does (``match_kind``
+``EXACT``/``FULLTEXT``/``EMBEDDING_NEAREST``/``PARTIAL``, ``total_score``, a
+``score_breakdown`` and a one-line ``grounding_explanation``); the response has its
+own one-line ``grounding_explanation``. With ``include_non_standard`` the matched
+concepts that have no standard equivalent come back too, apart, under
+``non_standard_candidates``, each flagged ``non_standard_candidate``.
 """
 
 from __future__ import annotations
@@ -55,6 +62,21 @@ GROUND_MIN_RANK = 0.65
 POOL_FACTOR = 3
 MIN_POOL = 30
 
+#: The reference tool's name of each tier (``match_kind``).
+MATCH_KIND = {
+    "exact": "EXACT",
+    "fulltext": "FULLTEXT",
+    "embedding": "EMBEDDING_NEAREST",
+    "partial": "PARTIAL",
+}
+#: What a tier's score measures (the score breakdown's ``signal``).
+TIER_SIGNAL = {
+    "exact": "exact equality (1.0)",
+    "fulltext": "normalized BM25 rank in [0, 1]",
+    "embedding": "cosine similarity",
+    "partial": "query length over matched string length",
+}
+
 TIER_WORDING = {
     "exact": "exact match",
     "fulltext": "full-text match",
@@ -82,10 +104,21 @@ class Grounded:
     tier: str
 
     def item(self) -> dict[str, Any]:
+        score = round(self.match.score, 6)
+        explanation = self.explanation()
         return {
             **concept_item(self.target),
-            "score": round(self.match.score, 6),
-            "explanation": self.explanation(),
+            "match_kind": MATCH_KIND[self.tier],
+            "score": score,
+            "total_score": score,
+            "score_breakdown": {
+                "tier": self.tier,
+                "signal": TIER_SIGNAL[self.tier],
+                "match_score": score,
+                "mapping": self.relationship_id,
+            },
+            "grounding_explanation": explanation["summary"],
+            "explanation": explanation,
         }
 
     def explanation(self) -> dict[str, Any]:
@@ -122,6 +155,7 @@ class GroundRequest:
     domain: str | None
     vocabulary_id: str | None
     parent_ids: tuple[int, ...]
+    include_non_standard: bool = False
 
     @property
     def source_filter(self) -> ConceptFilter:
@@ -165,11 +199,29 @@ def _tiers(
     ]
 
 
+def non_standard_item(match: Match, tier: str) -> dict[str, Any]:
+    """A matched concept with no valid standard equivalent, flagged as such."""
+    row = match.row
+    return {
+        **concept_item(row),
+        "non_standard_candidate": True,
+        "match_kind": MATCH_KIND[tier],
+        "total_score": round(match.score, 6),
+        "match_source": match.match_source,
+        "matched_synonym": match.matched_synonym,
+        "grounding_explanation": (
+            f"{TIER_WORDING[tier]} on {_matched_on(match)} of {row['vocabulary_id']} "
+            f"{row['concept_code']} ({row['concept_name']}), which has no valid standard "
+            "'Maps to' target: not a standard concept"
+        ),
+    }
+
+
 def standardize(
     release: Release, request: GroundRequest, tier: str, matches: list[Match]
-) -> tuple[list[Grounded], int]:
-    """Standard concepts of ``matches`` (first match wins per concept) and how many
-    matches had no standard equivalent."""
+) -> tuple[list[Grounded], list[Match]]:
+    """Standard concepts of ``matches`` (first match wins per concept) and the
+    matches with no standard equivalent."""
     mapped = to_standard(release, [m.row for m in matches])
     targets = {int(t["concept_id"]) for pairs in mapped.values() for t, _ in pairs}
     allowed = (
@@ -177,10 +229,11 @@ def standardize(
     )
     results: list[Grounded] = []
     seen: set[int] = set()
-    unmapped = 0
+    unmapped: list[Match] = []
     for match in matches:
         pairs = mapped.get(match.concept_id, [])
-        unmapped += not pairs
+        if not pairs:
+            unmapped.append(match)
         for target, relationship_id in pairs:
             target_id = int(target["concept_id"])
             if target_id in seen or target_id not in allowed:
@@ -192,9 +245,23 @@ def standardize(
     return results, unmapped
 
 
+def _summary(request: GroundRequest, tier: str | None, count: int) -> str:
+    """The response's one-line ``grounding_explanation``."""
+    scope = ""
+    if request.parent_ids:
+        scope = f" under parent_ids {list(request.parent_ids)}"
+    if tier is None:
+        return f"No tier found a standard concept{scope}."
+    return (
+        f"{count} standard concept(s) from the {tier} tier ({MATCH_KIND[tier]}){scope}; "
+        "non-standard matches were mapped by 'Maps to'."
+    )
+
+
 def ground(release: Release, request: GroundRequest) -> dict[str, Any]:
     """Run the tiers until one yields standard concepts; the response payload."""
     trace: list[dict[str, Any]] = []
+    flagged: dict[int, dict[str, Any]] = {}
     for tier, matcher in _tiers(release, request):
         if isinstance(matcher, str):
             trace.append({"tier": tier, "skipped": matcher})
@@ -211,15 +278,33 @@ def ground(release: Release, request: GroundRequest) -> dict[str, Any]:
             {
                 "tier": tier,
                 "candidates": len(matches),
-                "unmapped": unmapped,
+                "unmapped": len(unmapped),
                 "results": len(results),
             }
         )
+        for match in unmapped:
+            flagged.setdefault(match.concept_id, non_standard_item(match, tier))
         if results:
-            return {
-                "query": request.query,
-                "tier": tier,
-                "tiers": trace,
-                "results": [r.item() for r in results[: request.limit]],
-            }
-    return {"query": request.query, "tier": None, "tiers": trace, "results": []}
+            return _payload(request, tier, trace, [r.item() for r in results], flagged)
+    return _payload(request, None, trace, [], flagged)
+
+
+def _payload(
+    request: GroundRequest,
+    tier: str | None,
+    trace: list[dict[str, Any]],
+    items: list[dict[str, Any]],
+    flagged: dict[int, dict[str, Any]],
+) -> dict[str, Any]:
+    items = items[: request.limit]
+    payload: dict[str, Any] = {
+        "query": request.query,
+        "tier": tier,
+        "matched_tier": MATCH_KIND.get(tier or ""),
+        "grounding_explanation": _summary(request, tier, len(items)),
+        "tiers": trace,
+        "results": items,
+    }
+    if request.include_non_standard:
+        payload["non_standard_candidates"] = list(flagged.values())[: request.limit]
+    return payload

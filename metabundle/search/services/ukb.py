@@ -27,6 +27,7 @@ from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import UKB_FIELDS
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, documents, mask_from_sql, normalize_identifier
+from metabundle.search.services.omop_crosswalk import linked_concepts
 from metabundle.search.tools import tool
 
 GROUP = "ukb"
@@ -596,4 +597,5 @@ def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]
         "encoding": encoding_block(release, row["encoding_id"], params.value_limit),
         "category": category_block(release, row),
         "aliases": alias_summary(aliases),
+        "linked_concepts": linked_concepts(release, "ukb", str(field_id)),
     }

@@ -1,0 +1,143 @@
+"""``concept_crosswalk``: what in every source records an OMOP concept (and, by
+default, its descendants), from the release's ``concept_crosswalk`` table.
+
+Links are grouped by source; curated links (the sources' own codes and OHDSI's
+mappings) come first, then similarity links (``link_type`` ``similarity``, best
+cosine first), which are never presented as curated mappings.
+:func:`linked_concepts` gives the entity tools (``get_ukb_field``,
+``get_aou_item``) the concepts one entity links to.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from metabundle.search.coverage import missing
+from metabundle.search.params import Params, clamp
+from metabundle.search.release import Release
+from metabundle.search.services.omop import GROUP, ConceptId
+from metabundle.search.services.omop_concepts import athena_url, concept_item, concepts_by_id
+from metabundle.search.tools import tool
+
+TABLE = "concept_crosswalk"
+LINK_COLUMNS = (
+    "x.entity_kind, x.entity_id, x.entity_label, x.concept_id, x.source_concept_id, "
+    "x.source_vocabulary_id, x.source_code, x.relationship_id, x.method, x.link_type, "
+    "x.score, x.provenance"
+)
+LINK_ORDER = "(x.link_type <> 'curated'), x.score DESC NULLS FIRST, x.entity_id, x.concept_id"
+
+
+class CrosswalkParams(Params):
+    concept_id: ConceptId
+    include_descendants: Annotated[
+        bool, Field(description="Also entities linked to descendants of the concept.")
+    ] = True
+    include_similarity: Annotated[
+        bool, Field(description="Also links made by embedding similarity (not curated).")
+    ] = True
+    limit: Annotated[int, clamp(1, 500), Field(description="Links listed per source, 1..500.")] = 50
+
+
+def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+    concept_id = int(row["concept_id"])
+    return {
+        **row,
+        "concept_id": concept_id,
+        "concept_name": names.get(concept_id),
+        "athena_url": athena_url(concept_id),
+        "score": None if row["score"] is None else round(float(row["score"]), 4),
+    }
+
+
+@tool(
+    "concept_crosswalk",
+    "What in every source (All of Us items, UK Biobank codings and fields, dbGaP "
+    "variables) records an OMOP concept and, by default, its descendants, grouped by "
+    "source; similarity links are labelled, never curated.",
+    CrosswalkParams,
+    GROUP,
+)
+def concept_crosswalk(release: Release, params: CrosswalkParams) -> dict[str, Any]:
+    concept = concepts_by_id(release, [params.concept_id]).get(params.concept_id)
+    linked = release.has_table(TABLE) and bool(
+        release.query(f"SELECT 1 FROM {TABLE} WHERE concept_id = ? LIMIT 1", [params.concept_id])
+    )
+    if concept is None and not linked:
+        raise missing(
+            release,
+            "omop",
+            f"Concept {params.concept_id} is neither in this release's vocabulary nor "
+            "linked by any source; find ids with concept_search_exact or concept_ground.",
+        )
+    wanted = "SELECT ?::BIGINT"
+    args: list[Any] = [params.concept_id]
+    if params.include_descendants:
+        wanted += (
+            " UNION SELECT descendant_concept_id FROM omop_concept_ancestor "
+            "WHERE ancestor_concept_id = ?"
+        )
+        args.append(params.concept_id)
+    where = f"x.concept_id IN ({wanted})"
+    if not params.include_similarity:
+        where += " AND x.link_type = 'curated'"
+    sources: dict[str, Any] = {}
+    if release.has_table(TABLE):
+        counts = release.query(
+            f"SELECT x.source, count(*), count(DISTINCT x.entity_id) FROM {TABLE} x "
+            f"WHERE {where} GROUP BY 1 ORDER BY 1",
+            args,
+        )
+        rows = release.query_dicts(
+            f"SELECT x.source, {LINK_COLUMNS} FROM {TABLE} x WHERE {where} "
+            f"QUALIFY row_number() OVER (PARTITION BY x.source ORDER BY {LINK_ORDER}) <= ? "
+            f"ORDER BY x.source, {LINK_ORDER}",
+            [*args, params.limit],
+        )
+        names = {
+            k: v["concept_name"]
+            for k, v in concepts_by_id(release, {int(r["concept_id"]) for r in rows}).items()
+        }
+        for source, links, entities in counts:
+            listed = [_link(r, names) for r in rows if r.pop("source", source) == source]
+            sources[source] = {
+                "links": int(links),
+                "entities": int(entities),
+                "truncated": int(links) > len(listed),
+                "items": listed,
+            }
+    return {
+        "concept": concept_item(concept)
+        if concept
+        else {
+            "concept_id": params.concept_id,
+            "athena_url": athena_url(params.concept_id),
+            "in_vocabulary": False,
+        },
+        "include_descendants": params.include_descendants,
+        "sources": sources,
+    }
+
+
+def linked_concepts(release: Release, source: str, entity_id: str) -> list[dict[str, Any]]:
+    """The standard concepts one entity links to, curated first, with method and
+    provenance (empty when the release has no crosswalk)."""
+    if not release.has_table(TABLE):
+        return []
+    rows = release.query_dicts(
+        f"SELECT x.concept_id, x.relationship_id, x.method, x.link_type, x.score, "
+        f"x.provenance FROM {TABLE} x WHERE x.source = ? AND x.entity_id = ? "
+        f"ORDER BY {LINK_ORDER}",
+        [source, entity_id],
+    )
+    names = concepts_by_id(release, {int(r["concept_id"]) for r in rows})
+    return [
+        {
+            **r,
+            "concept_name": (names.get(int(r["concept_id"])) or {}).get("concept_name"),
+            "athena_url": athena_url(r["concept_id"]),
+        }
+        for r in rows
+    ]
