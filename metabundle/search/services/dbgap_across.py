@@ -22,9 +22,11 @@ from pydantic import Field
 
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.ranking.pipeline import rank
+from metabundle.search.ranking.policies import DBGAP_VARIABLES
 from metabundle.search.release import Release
-from metabundle.search.retrieval import MAX_POOL, Hit, documents, mask_from_sql, rank
-from metabundle.search.services.dbgap_catalog import FUSION, result_items
+from metabundle.search.retrieval import MAX_POOL, Hit, documents, mask_from_sql
+from metabundle.search.services.dbgap_catalog import result_items
 from metabundle.search.services.dbgap_studies import (
     ACCESSION_RE,
     StudyIndex,
@@ -261,7 +263,12 @@ def find_variables_across_studies(release: Release, params: AcrossParams) -> dic
         [[r.study_id for r in searched.studies]],
     )
     hits, retrieval = rank(
-        release, params.query, method=params.method, mask=mask, limit=MAX_POOL, fusion=FUSION
+        release,
+        params.query,
+        policy=DBGAP_VARIABLES,
+        method=params.method,
+        mask=mask,
+        limit=MAX_POOL,
     )
     groups = by_study(release, hits)
     shown = list(groups.items())[: params.limit]
