@@ -15,12 +15,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from metabundle.search.release import Release
-from metabundle.search.tools import call_tool
+from metabundle.search.tools import call_tool, release_tools
 
 CONTRACT_URI = "metabundle://contract/retrieval"
 INFO_URI = "metabundle://release/info"
 TABLES_URI = "metabundle://release/tables"
 TABLE_URI = "metabundle://release/tables/{table}"
+TOOLS_URI = "metabundle://guide/tools"
 CONTRACT_FILE = "retrieval_contract.md"
 MARKDOWN = "text/markdown"
 JSON = "application/json"
@@ -63,6 +64,15 @@ def table_guide(release: Release) -> str:
     return "\n".join(lines)
 
 
+def tool_guide(release: Release) -> str:
+    """A Markdown guide to every tool the release offers: its description and the
+    longer guidance ``tools/list`` leaves out."""
+    lines = [f"# Tools of metabundle release {release.version}", ""]
+    for spec in release_tools(release):
+        lines += [f"## {spec.name} ({spec.group})", "", spec.full_description, ""]
+    return "\n".join(lines)
+
+
 def _json(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=2)
 
@@ -102,6 +112,17 @@ def add_resources(server: MCPServer, release: Release) -> None:
     )
     def tables() -> str:
         return table_guide(release)
+
+    @server.resource(
+        TOOLS_URI,
+        name="tool_guide",
+        title="Tool guide",
+        description="Every tool's description with its longer guidance (filters, "
+        "fallbacks, what a result does not establish). Read it before a tool's first call.",
+        mime_type=MARKDOWN,
+    )
+    def tools() -> str:
+        return tool_guide(release)
 
     @server.resource(
         TABLE_URI,

@@ -27,17 +27,18 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
 from metabundle import __version__
-from metabundle.mcp.resources import CONTRACT_URI, TABLES_URI, add_resources
+from metabundle.mcp.resources import CONTRACT_URI, TABLES_URI, TOOLS_URI, add_resources
 from metabundle.release.coverage import coverage_lines
+from metabundle.search.budget import PAYLOAD_MAX_BYTES, SIZE_CAP_KEY
 from metabundle.search.params import parameters_schema
 from metabundle.search.release import Release
 from metabundle.search.tools import ToolSpec, all_tools, call_tool, release_tools
 
 SERVER_NAME = "metabundle"
 HTTP_PATH = "/mcp"
-READ_ONLY = ToolAnnotations(
-    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+READ_ONLY = ToolAnnotations(read_only_hint=True)
+"""Every tool only reads the release (the other hints apply only to tools that write or
+reach outside, so they are left out to keep ``tools/list`` small)."""
 
 
 def tool_result(payload: dict[str, Any]) -> CallToolResult:
@@ -157,8 +158,12 @@ add it); not_in_release means this release was built without the tool's source \
 method=keyword (for embedding_search: concept_search_fulltext). List and object \
 arguments may also be sent as JSON-encoded text, lists also as comma-separated text. \
 Search scores rank results within one response only; they are not probabilities. \
-Reference: {CONTRACT_URI} (how retrieval works), {TABLES_URI} (every \
-table with row counts and key columns)."""
+Payload budget: tool descriptions are short (tools/list under 25 KB); a search answer \
+of 10 hits stays under 8 KB; no answer exceeds {PAYLOAD_MAX_BYTES // 1000} KB: a longer \
+list is cut and {SIZE_CAP_KEY} says what was returned, with next_offset when the tool \
+pages. Lists capped by a tool give their total; sizes are bytes with a human string. \
+Reference: {TOOLS_URI} (each tool's full guidance), {CONTRACT_URI} (how retrieval \
+works), {TABLES_URI} (every table with row counts and key columns)."""
 
 
 def build_server(release: Release) -> CoreServer:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from metabundle.search.jsonsafe import to_json_value
+from metabundle.search.jsonsafe import to_json_value, without_nulls
 from metabundle.search.release import Release
 from metabundle.search.retrieval import (
     Fusion,
@@ -142,8 +142,9 @@ def _details(release: Release, kind: str, ids: list[str]) -> dict[str, dict[str,
 
 
 def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
-    """Where a variable was read from; the var_report file name is not kept when the
-    variable came from a data dictionary."""
+    """Where a variable was read from, without empty fields: the var_report file name
+    is not kept when the variable came from a data dictionary, and
+    ``stats_file_status`` says why a statistics file is absent."""
     from_report = detail["metadata_source"] == "var_report"
     if from_report:
         stats_file, status = detail["source_file"], "retained"
@@ -151,26 +152,28 @@ def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
         stats_file, status = None, "not_retained"
     else:
         stats_file, status = None, "no_var_report"
-    return {
-        "table": "dbgap_variable",
-        "metadata_source": detail["metadata_source"],
-        "file": detail["source_file"],
-        "file_status": "retained",
-        "text_encoding": detail["text_encoding"],
-        "stats_table": "dbgap_variable_stat" if detail["has_stats"] else None,
-        "stats_file": stats_file,
-        "stats_file_status": status,
-    }
+    return without_nulls(
+        {
+            "table": "dbgap_variable",
+            "metadata_source": detail["metadata_source"],
+            "file": detail["source_file"],
+            "text_encoding": detail["text_encoding"],
+            "stats_table": "dbgap_variable_stat" if detail["has_stats"] else None,
+            "stats_file": stats_file,
+            "stats_file_status": None if status == "retained" else status,
+        }
+    )
 
 
 def dataset_provenance(detail: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "table": "dbgap_dataset",
-        "metadata_source": detail["metadata_source"],
-        "file": detail["source_file"],
-        "file_status": "retained",
-        "text_encoding": detail["text_encoding"],
-    }
+    return without_nulls(
+        {
+            "table": "dbgap_dataset",
+            "metadata_source": detail["metadata_source"],
+            "file": detail["source_file"],
+            "text_encoding": detail["text_encoding"],
+        }
+    )
 
 
 def document_provenance(study_id: str) -> dict[str, Any]:
@@ -179,7 +182,6 @@ def document_provenance(study_id: str) -> dict[str, Any]:
     return {
         "table": "dbgap_document",
         "metadata_source": "gap_exchange",
-        "file": None,
         "file_status": "not_retained",
         "listed_by": f"GapExchange study XML of {study_id}",
     }

@@ -84,14 +84,15 @@ class BuildCohortParams(Params):
 
 @tool(
     "build_cohort",
-    "Select Imaging Data Commons series with structured filters (attribute -> values, "
-    "or a {min, max} range for numeric attributes) and get distinct patient, study and "
-    "series counts, instances, total size, breakdowns by modality and collection, and "
-    "a page of series rows. Call list_attributes and get_attribute_values first so "
-    "filters use real attributes and values; heed warnings (e.g. a value's case). Then "
-    "call get_cohort_urls for download manifests, get_citations and get_licenses.",
+    "Select IDC series with filters and get patient, study and series counts, size, breakdowns "
+    "and a page of series. Call list_attributes and get_attribute_values first; heed warnings.",
     BuildCohortParams,
     GROUP,
+    guide=(
+        "Filters map an attribute to a list of values or, for a numeric attribute, a {min, max} "
+        "range. Warnings flag, e.g., a value whose case differs from the stored one. Then call "
+        "get_cohort_urls for download manifests, get_citations and get_licenses."
+    ),
 )
 def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
     require_idc(release)
@@ -144,12 +145,11 @@ def _citation_selection(release: Release, params: CitationsParams) -> Selection:
 
 @tool(
     "get_citations",
-    "Get the citations (APA-style text from idc-index-data, with DOI and license) for "
-    "the data sources of a collection or of a filtered selection of series, most-used "
-    "source first. Call it whenever you report or hand over IDC data, so the user can "
-    "credit the data providers.",
+    "Get the citations (APA text, DOI, license) of a collection or filtered selection, most-used "
+    "first. Call it whenever you report or hand over IDC data.",
     CitationsParams,
     GROUP,
+    guide=("The text comes from idc-index-data, so the user can credit the data providers."),
 )
 def get_citations(release: Release, params: CitationsParams) -> dict[str, Any]:
     require_idc(release)
@@ -191,10 +191,8 @@ class LicensesParams(Params):
 
 @tool(
     "get_licenses",
-    "Get the license breakdown (CC BY, CC BY-NC, other terms) of a filtered selection "
-    "of series, or of all of IDC: series, patients and size under each license, with "
-    "the license URL. Call it before recommending data for reuse, and flag "
-    "non-commercial licenses.",
+    "Get the license breakdown (series, patients, size per license, with URL) of a selection or "
+    "of all IDC. Call it before recommending data for reuse; flag non-commercial licenses.",
     LicensesParams,
     GROUP,
 )

@@ -45,16 +45,10 @@ ANALYSIS_NOTE = (
 MAX_VALUE_CHARS = 1000
 SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "null"]}
 FILTER_VALUE_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        {"type": "array", "items": SCALAR_SCHEMA, "minItems": 1, "maxItems": MAX_VALUES},
-        {
-            "type": "object",
-            "properties": {"min": {"type": "number"}, "max": {"type": "number"}},
-            "additionalProperties": False,
-        },
-        SCALAR_SCHEMA,
-    ]
+    "type": ["array", "object", "string", "number", "null"],
+    "items": SCALAR_SCHEMA,
 }
+"""A list of values, one value or a ``{"min", "max"}`` range (validated by the core)."""
 
 
 @dataclass(frozen=True)
@@ -112,12 +106,8 @@ Filters = Annotated[
     Field(
         max_length=MAX_ATTRIBUTES,
         description=(
-            "Attribute -> list of values (ORed; null matches a missing value) or, for "
-            "numeric attributes, a range {min, max}. Attributes are idc_series columns "
-            "from list_attributes (e.g. Modality, BodyPartExamined, collection_id, "
-            "analysis_result_id, series_size_MB); values are case-sensitive - take them "
-            'from get_attribute_values. Example: {"Modality": ["CT"], '
-            '"BodyPartExamined": ["CHEST"], "instanceCount": {"min": 100}}.'
+            'Attribute -> list of values (ORed) or {"min", "max"}, e.g. {"Modality": '
+            '["CT"]}; attributes from list_attributes, values from get_attribute_values.'
         ),
     ),
 ]

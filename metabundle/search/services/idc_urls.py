@@ -131,13 +131,14 @@ def _too_large(summary: dict[str, Any], selection: Selection) -> ToolError:
 
 @tool(
     "get_cohort_urls",
-    f"Get download links for a filtered selection of at most {URL_CAP:,} series: s5cmd "
-    "manifest lines for AWS and Google Cloud (public buckets, no account), per-series "
-    "https folder URLs with byte sizes, and the idc-index `idc download` command. Call "
-    "build_cohort first to check counts and size; larger selections are refused with "
-    "the size. A warning flags downloads over 10 GB.",
+    "Get download links (s5cmd manifests for AWS and Google Cloud, per-series URLs, the idc "
+    "download command) for a small filtered selection. Call build_cohort first to check its size.",
     CohortUrlsParams,
     GROUP,
+    guide=(
+        f"Selections of more than {URL_CAP:,} series are refused with their size; a warning "
+        "flags downloads over 10 GB. The buckets are public: no account is needed."
+    ),
 )
 def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any]:
     require_idc(release)
@@ -266,11 +267,11 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
 
 @tool(
     "get_viewer_url",
-    "Get a link that opens a study (or one of its series) in the IDC web viewer: SLIM "
-    "for slide microscopy (SM), OHIF v3 for radiology. Call it to let a user look at "
-    "images found with build_cohort; no download or account is needed.",
+    "Get a link opening a study or series in the IDC web viewer (SLIM for slides, OHIF for "
+    "radiology). Call it to let a user look at images found with build_cohort.",
     ViewerParams,
     GROUP,
+    guide=("No download or account is needed."),
 )
 def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
     require_idc(release)

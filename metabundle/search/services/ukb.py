@@ -173,10 +173,7 @@ class SearchUkbFieldsParams(Params):
     query: Query
     method: Annotated[
         Method,
-        Field(
-            description="hybrid (default: 0.6 keyword + 0.4 semantic, with exact id and "
-            "alias boosts), keyword (BM25 with the same boosts) or semantic (embeddings only)."
-        ),
+        Field(description="hybrid (default), keyword or semantic; ids and aliases are boosted."),
     ] = "hybrid"
     limit: Annotated[int, clamp(1, 20), Field(description="Fields to return, 1..20.")] = 10
 
@@ -254,16 +251,16 @@ def retrieval_block(retrieval: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "search_ukb_fields",
-    "Find UK Biobank Showcase data-fields for a concept, measurement or question "
-    "(e.g. 'how much alcohol do participants drink', 'systolic blood pressure'), or "
-    "resolve a field id or extract column name (21001, f.21001.0.0, 21001-0.0, "
-    "p21001_i0, f21001): exact ids and aliases rank first. Use this, not the dbGaP "
-    "tools, for UK Biobank (it is not a dbGaP study). Then call get_ukb_field with a "
-    "result's id for its codings, instances, category and aliases; cite canonical_url "
-    "and keep field ids exact. For coding values (an ICD-10 code, a medication) use "
-    "search_all with sources=['ukb'] and kinds=['encoding_value'].",
+    "Find UK Biobank Showcase fields for a concept, measurement or question, or resolve a field "
+    "id or column name (21001, p21001_i0). Call it for any UK Biobank question; then "
+    "get_ukb_field.",
     SearchUkbFieldsParams,
     GROUP,
+    guide=(
+        "Exact ids and aliases rank first. UK Biobank is not a dbGaP study: do not use the dbGaP "
+        "tools for it. Cite canonical_url and keep field ids exact. For coding values (an ICD-10 "
+        "code, a medication) use search_all with sources=['ukb'] and kinds=['encoding_value']."
+    ),
 )
 def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[str, Any]:
     mask = field_mask(release)
@@ -638,14 +635,14 @@ def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
 
 @tool(
     "get_ukb_field",
-    "Get one UK Biobank Showcase data-field by id (or extract column name such as "
-    "p21001_i0): decoded properties (value type, item type, strata, units), instances "
-    "and array ranges, its coding with the first values and their total (tree codings "
-    "such as ICD-10 show each value's parent), its category path with Showcase pages, "
-    "and every alias form. Call it after search_ukb_fields; cite canonical_url. For all "
-    "values of a large coding use run_sql on ukb_encoding_value.",
+    "Get one UK Biobank field by id or column name: properties, instances, coding with its first "
+    "values, category path and aliases. Call it after search_ukb_fields; cite canonical_url.",
     GetUkbFieldParams,
     GROUP,
+    guide=(
+        "Tree codings such as ICD-10 show each value's parent. For all values of a large coding "
+        "use run_sql on ukb_encoding_value."
+    ),
 )
 def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]:
     field_id, resolution = resolve_field_id(release, params.field_id)
