@@ -317,13 +317,13 @@ def test_search_items_carry_ids_urls_scores_and_provenance(release: Release) -> 
     assert item["canonical_url"].startswith("https://www.ncbi.nlm.nih.gov/projects/gap/")
     assert set(item["scores"]) == {"score", "keyword", "semantic", "exact_match"}
     provenance = item["provenance"]
-    assert provenance["file"] == row["source_file"] and provenance["file_status"] == "retained"
+    assert provenance["file"] == row["source_file"] and "file_status" not in provenance
     assert provenance["metadata_source"] == row["metadata_source"]
     assert "stats" not in item
     # a data-dictionary variable with statistics: the var_report name was not kept
     older = search(release, HARMONIZATION, "Height at visit 1", limit=1)["results"][0]
     assert older["provenance"]["metadata_source"] == "data_dict"
-    assert older["provenance"]["stats_file"] is None
+    assert "stats_file" not in older["provenance"]  # no null fields: one status says why
     assert older["provenance"]["stats_file_status"] == "not_retained"
     retrieval = payload["retrieval"]
     assert retrieval["weights"] == {
@@ -405,7 +405,7 @@ def test_document_search_follows_the_title_rule(release: Release) -> None:
         ]
         assert payload["content_indexed"] is False
         assert payload["results"][0]["content_indexed"] is False
-        assert payload["results"][0]["provenance"]["file"] is None
+        assert "file" not in payload["results"][0]["provenance"]  # one status says why
         assert payload["results"][0]["provenance"]["file_status"] == "not_retained"
     none = search(release, LOAD, "handbook for study staff", kind="document", method="keyword")
     assert none["results"] == []
