@@ -18,6 +18,7 @@ from metabundle.mcp.resources import (
     INFO_URI,
     TABLE_URI,
     TABLES_URI,
+    TOOLS_URI,
     contract_text,
 )
 from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, NOT_FOUND
@@ -171,7 +172,7 @@ async def test_resources_are_listed(server: MCPServer) -> None:
     async with Client(server) as client:
         resources = {str(r.uri): r for r in (await client.list_resources()).resources}
         templates = (await client.list_resource_templates()).resource_templates
-    assert set(resources) == {CONTRACT_URI, INFO_URI, TABLES_URI}
+    assert set(resources) == {CONTRACT_URI, INFO_URI, TABLES_URI, TOOLS_URI}
     assert resources[CONTRACT_URI].mime_type == "text/markdown"
     assert [t.uri_template for t in templates] == [TABLE_URI]
 
