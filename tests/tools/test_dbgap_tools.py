@@ -386,7 +386,7 @@ def test_include_stats_returns_the_numbers_of_the_var_report(
 
 def test_include_stats_says_when_a_variable_has_no_report(release: Release) -> None:
     item = search(release, LOAD, "year of birth", include_stats=True, limit=1)["results"][0]
-    assert item["has_stats"] is False
+    assert "stats_table" not in item["provenance"]  # no statistics table rows
     assert item["stats"]["available"] is False and "var_report" in item["stats"]["status"]
     datasets = search(release, LOAD, "phenotypes", kind="dataset", include_stats=True)
     assert datasets["stats_note"] and all("stats" not in i for i in datasets["results"])

@@ -29,7 +29,7 @@ from metabundle.search.sql_pool import run_sql
 from metabundle.search.tools import tool
 from metabundle.sources.registry import get_source
 
-SNIPPET_CHARS = 300
+SNIPPET_CHARS = 200
 DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
 MERGE = "each source ranked on its own, then interleaved by rank (ties by cosine)"
 """How search_all makes one list of the sources' rankings, as its retrieval block says."""

@@ -27,7 +27,7 @@ from metabundle.search.retrieval import (
 from metabundle.search.services.dbgap_studies import study_index
 
 FUSION = Fusion("weighted", 0.3, 0.7)
-DESCRIPTION_CHARS = 600
+DESCRIPTION_CHARS = 200
 MAX_CONSENT_GROUPS = 12
 MAX_VALUES = 20
 
@@ -135,10 +135,20 @@ def _short(text: str | None) -> str | None:
     return text[: DESCRIPTION_CHARS - 1] + "…"
 
 
+def _description(text: str | None, title: str) -> str | None:
+    """The description, shortened, unless it only repeats the title."""
+    return None if text == title else _short(text)
+
+
 def _details(release: Release, kind: str, ids: list[str]) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
     return {row["id"]: row for row in release.query_dicts(DETAIL_SQL[kind], [ids])}
+
+
+def _encoding(encoding: str | None) -> str | None:
+    """The source file's text encoding when it is not UTF-8 (the default, left out)."""
+    return None if encoding in (None, "utf-8") else encoding
 
 
 def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
@@ -154,10 +164,9 @@ def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
         stats_file, status = None, "no_var_report"
     return without_nulls(
         {
-            "table": "dbgap_variable",
             "metadata_source": detail["metadata_source"],
             "file": detail["source_file"],
-            "text_encoding": detail["text_encoding"],
+            "text_encoding": _encoding(detail["text_encoding"]),
             "stats_table": "dbgap_variable_stat" if detail["has_stats"] else None,
             "stats_file": stats_file,
             "stats_file_status": None if status == "retained" else status,
@@ -168,10 +177,9 @@ def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
 def dataset_provenance(detail: dict[str, Any]) -> dict[str, Any]:
     return without_nulls(
         {
-            "table": "dbgap_dataset",
             "metadata_source": detail["metadata_source"],
             "file": detail["source_file"],
-            "text_encoding": detail["text_encoding"],
+            "text_encoding": _encoding(detail["text_encoding"]),
         }
     )
 
@@ -180,7 +188,6 @@ def document_provenance(study_id: str) -> dict[str, Any]:
     """Documents come from the study version's GapExchange XML, whose file name the
     build does not keep."""
     return {
-        "table": "dbgap_document",
         "metadata_source": "gap_exchange",
         "file_status": "not_retained",
         "listed_by": f"GapExchange study XML of {study_id}",
@@ -191,7 +198,6 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
     if kind == "variable":
         return {
             "name": detail["name"],
-            "dataset_id": detail["dataset_id"],
             "dataset_name": detail["dataset_name"],
             "type": detail["type"],
             "units": detail["units"],
@@ -200,7 +206,6 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
             "collection_interval": detail["collection_interval"],
             "coded_value_count": detail["value_count"],
             "is_unique_key": detail["is_unique_key"],
-            "has_stats": detail["has_stats"],
             "provenance": variable_provenance(detail),
         }
     if kind == "dataset":
@@ -226,7 +231,10 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
 
 
 def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str, Any]]:
-    """One item per hit: the shared fields, the kind's own fields and provenance."""
+    """One item per hit: the shared fields, the kind's own fields and provenance. Null
+    fields are left out, and so is a description that only repeats the title; a
+    variable's dataset is ``parent_id`` (its id is ``study_id/parent_id``) and its
+    provenance's ``stats_table`` says whether it has statistics."""
     rows = documents(release, [h.docno for h in hits])
     details = _details(release, kind, [rows[h.docno]["entity_id"] for h in hits])
     studies = study_index(release).by_id
@@ -243,11 +251,11 @@ def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str,
             "study_id": row["study_id"],
             "parent_id": row["parent_id"],
             "title": row["title"],
-            "description": _short(detail["description"]),
+            **without_nulls({"description": _description(detail["description"], row["title"])}),
             "canonical_url": row["canonical_url"],
             **({"synthetic": True} if studies[row["study_id"]].synthetic else {}),
             "scores": hit.scores(),
-            **_kind_fields(kind, detail, row["study_id"]),
+            **without_nulls(_kind_fields(kind, detail, row["study_id"])),
         }
         items.append(to_json_value(item))
     return items

@@ -89,6 +89,8 @@ class Grounded:
         }
 
     def explanation(self) -> dict[str, Any]:
+        """How the result was reached; ``matched_concept`` is the matched concept in
+        full when a mapping led from it to the result, else (the result itself) its id."""
         matched = self.match.row
         summary = (
             f"{TIER_WORDING[self.tier]} on {_matched_on(self.match)} of {matched['vocabulary_id']} "
@@ -104,7 +106,11 @@ class Grounded:
             "tier": self.tier,
             "summary": summary,
             "matched_concept": {
-                **concept_item(matched),
+                **(
+                    {"concept_id": int(matched["concept_id"])}
+                    if self.relationship_id == SELF
+                    else concept_item(matched)
+                ),
                 "match_source": self.match.match_source,
                 "matched_synonym": self.match.matched_synonym,
             },

@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import Field, StringConstraints
 
 from metabundle.search.errors import invalid, not_found
+from metabundle.search.jsonsafe import without_nulls
 from metabundle.search.params import Method, Params, Query, clamp
 from metabundle.search.release import Release
 from metabundle.search.retrieval import (
@@ -61,7 +62,7 @@ UKB_FUSION = Fusion("weighted", KEYWORD_WEIGHT, SEMANTIC_WEIGHT)
 FIELD_ID_BOOST = 2.0
 ALIAS_BOOST = 1.75
 FIELD_DOCS = "source = 'ukb' AND kind = 'field'"
-SEARCH_NOTES_CHARS = 400
+SEARCH_NOTES_CHARS = 160
 DEFAULT_VALUES = 50
 MAX_VALUES = 200
 MAX_TOP_LEVEL = 30
@@ -212,28 +213,32 @@ def hit_scores(
 
 
 def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
+    """One search hit; null fields (a field without a coding has no encoding fields)
+    are left out."""
     notes, cut = truncate(plain_text(row["notes"]), SEARCH_NOTES_CHARS)
     encoded = bool(row["encoding_id"])
-    return {
-        "source": "ukb",
-        "kind": "field",
-        "id": int(row["field_id"]),
-        "title": row["title"],
-        "notes": notes,
-        "notes_truncated": cut,
-        "units": row["units"],
-        "value_type": row["value_type_label"],
-        "item_type": row["item_type_label"],
-        "participants": row["num_participants"],
-        "category_id": row["main_category"],
-        "category_path": row["category_path"] or row["category_title"],
-        "encoding_id": row["encoding_id"] if encoded else None,
-        "encoding_title": row["encoding_title"] if encoded else None,
-        "canonical_url": showcase_url(row["canonical_url"]),
-        "category_url": showcase_url(row["category_url"]),
-        "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
-        "scores": scores,
-    }
+    return without_nulls(
+        {
+            "source": "ukb",
+            "kind": "field",
+            "id": int(row["field_id"]),
+            "title": row["title"],
+            "notes": notes,
+            "notes_truncated": cut,
+            "units": row["units"],
+            "value_type": row["value_type_label"],
+            "item_type": row["item_type_label"],
+            "participants": row["num_participants"],
+            "category_id": row["main_category"],
+            "category_path": row["category_path"] or row["category_title"],
+            "encoding_id": row["encoding_id"] if encoded else None,
+            "encoding_title": row["encoding_title"] if encoded else None,
+            "canonical_url": showcase_url(row["canonical_url"]),
+            "category_url": showcase_url(row["category_url"]),
+            "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
+            "scores": without_nulls(scores),
+        }
+    )
 
 
 def retrieval_block(retrieval: dict[str, Any]) -> dict[str, Any]:
