@@ -2,20 +2,23 @@
 
 Agents read these instead of spending tool calls on them. Everything except the
 contract is generated from the release through the core's own tools, so a resource
-never disagrees with what ``list_tables`` or ``get_table_schema`` return.
+never disagrees with what ``list_tables`` or ``get_table_schema`` return; the core is
+imported, and the release opened, when a resource is first read.
 """
 
 from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-from metabundle.search.release import Release
-from metabundle.search.tools import call_tool, release_tools
+from metabundle.mcp.handle import ReleaseHandle
+
+if TYPE_CHECKING:
+    from metabundle.search.release import Release
 
 CONTRACT_URI = "metabundle://contract/retrieval"
 INFO_URI = "metabundle://release/info"
@@ -46,6 +49,8 @@ def _table_section(table: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def table_guide(release: Release) -> str:
     """A Markdown guide to every table: source, rows, description, key columns."""
+    from metabundle.search.tools import call_tool
+
     tables = call_tool(release, "list_tables", {})["tables"]
     lines = [
         f"# Tables of metabundle release {release.version}",
@@ -67,6 +72,8 @@ def table_guide(release: Release) -> str:
 def tool_guide(release: Release) -> str:
     """A Markdown guide to every tool the release offers: its description and the
     longer guidance ``tools/list`` leaves out."""
+    from metabundle.search.tools import release_tools
+
     lines = [f"# Tools of metabundle release {release.version}", ""]
     for spec in release_tools(release):
         lines += [f"## {spec.name} ({spec.group})", "", spec.full_description, ""]
@@ -77,8 +84,14 @@ def _json(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=2)
 
 
-def add_resources(server: MCPServer, release: Release) -> None:
-    """Register the contract, release info, table guide and per-table schemas."""
+def _call(handle: ReleaseHandle, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from metabundle.search.tools import call_tool
+
+    return call_tool(handle.get(), name, arguments)
+
+
+def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
+    """Register the contract, release info, tool and table guides and per-table schemas."""
 
     @server.resource(
         CONTRACT_URI,
@@ -100,7 +113,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=JSON,
     )
     def release_info() -> str:
-        return _json(call_tool(release, "get_release_info", {}))
+        return _json(_call(handle, "get_release_info", {}))
 
     @server.resource(
         TABLES_URI,
@@ -111,7 +124,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=MARKDOWN,
     )
     def tables() -> str:
-        return table_guide(release)
+        return table_guide(handle.get())
 
     @server.resource(
         TOOLS_URI,
@@ -122,7 +135,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=MARKDOWN,
     )
     def tools() -> str:
-        return tool_guide(release)
+        return tool_guide(handle.get())
 
     @server.resource(
         TABLE_URI,
@@ -133,7 +146,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=JSON,
     )
     def table_schema(table: str) -> str:
-        payload = call_tool(release, "get_table_schema", {"table": table})
+        payload = _call(handle, "get_table_schema", {"table": table})
         if "error" in payload:
             raise ResourceNotFoundError(payload["error"]["message"])
         return _json(payload)
