@@ -31,14 +31,6 @@ from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
 
 TOOL_NAMES = [spec.name for spec in all_tools()]
-OVER_SEARCH_BUDGET = {
-    "search_dbgap_catalog": "10.3 KB: every hit carries the variable's full record",
-    "search_idc": "8.4 KB: 300-character snippets",
-    "concept_ground": "9.7 KB: each explanation repeats the matched concept",
-    "search_ukb_fields": "8.7 KB: null coding fields and score parts",
-}
-"""Search tools whose default answer is still over the search budget, and why; the
-test fails once one fits, so it leaves this list."""
 WHEN_TO_CALL = re.compile(r"\b(call|use)\b", re.IGNORECASE)
 
 
@@ -79,11 +71,7 @@ def test_every_answer_fits_the_cap_and_searches_the_search_budget(
     size = payload_bytes(payload)
     assert size <= PAYLOAD_MAX_BYTES and SIZE_CAP_KEY not in payload, (name, size)
     if name in SEARCH_TOOLS:
-        fits = size <= SEARCH_ANSWER_MAX_BYTES
-        if name in OVER_SEARCH_BUDGET:
-            assert not fits, f"{name} now fits the search budget: remove it from the list"
-            pytest.xfail(f"{name}: {OVER_SEARCH_BUDGET[name]}")
-        assert fits, (name, size)
+        assert size <= SEARCH_ANSWER_MAX_BYTES, (name, size)
 
 
 def test_an_answer_over_the_cap_is_cut_to_fit_and_says_so(complete_release: Release) -> None:

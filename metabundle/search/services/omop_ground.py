@@ -34,6 +34,7 @@ from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import (
     SELF,
     ConceptFilter,
+    athena_url,
     concept_item,
     descending_from,
     to_standard,
@@ -90,7 +91,8 @@ class Grounded:
 
     def explanation(self) -> dict[str, Any]:
         """How the result was reached; ``matched_concept`` is the matched concept in
-        full when a mapping led from it to the result, else (the result itself) its id."""
+        full when a mapping led from it to the result, else (the result itself) its id and
+        Athena page."""
         matched = self.match.row
         summary = (
             f"{TIER_WORDING[self.tier]} on {_matched_on(self.match)} of {matched['vocabulary_id']} "
@@ -107,7 +109,10 @@ class Grounded:
             "summary": summary,
             "matched_concept": {
                 **(
-                    {"concept_id": int(matched["concept_id"])}
+                    {
+                        "concept_id": int(matched["concept_id"]),
+                        "athena_url": athena_url(matched["concept_id"]),
+                    }
                     if self.relationship_id == SELF
                     else concept_item(matched)
                 ),
