@@ -79,6 +79,12 @@ def list_form_calls(release: Release) -> dict[str, dict[str, Any]]:
     }
 
 
+def stdio_transport(release_path: Path) -> StdioTransport:
+    """fastmcp's transport to a ``metabundle mcp`` process serving ``release_path``."""
+    command, *args = metabundle_command()
+    return StdioTransport(command, [*args, "mcp", "--release", str(release_path)], env=clean_env())
+
+
 def text_forms(value: Any) -> list[str]:
     """The text forms of a list or object argument."""
     forms = [json.dumps(value)]
@@ -116,10 +122,7 @@ def test_a_malformed_text_form_is_refused_in_the_parameter_name(release: Release
 async def test_text_arguments_over_stdio_answer_as_lists_and_objects(
     release_path: Path, release: Release
 ) -> None:
-    command, *args = metabundle_command()
-    transport = StdioTransport(
-        command, [*args, "mcp", "--release", str(release_path)], env=clean_env()
-    )
+    transport = stdio_transport(release_path)
     calls = list_form_calls(release)
     async with Client(transport) as client:
         for tool, arguments in calls.items():
@@ -139,10 +142,7 @@ async def test_text_arguments_over_stdio_answer_as_lists_and_objects(
 async def test_every_tool_answers_the_independent_client_as_the_core(
     release_path: Path, release: Release
 ) -> None:
-    command, *args = metabundle_command()
-    transport = StdioTransport(
-        command, [*args, "mcp", "--release", str(release_path)], env=clean_env()
-    )
+    transport = stdio_transport(release_path)
     async with Client(transport) as client:
         for spec in all_tools():
             arguments = EXAMPLE_CALLS[spec.name]
