@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -62,16 +64,44 @@ async def test_tools_list_fits_the_budget_and_says_when_to_call(
     assert "Payload budget" in instructions and SIZE_CAP_KEY in instructions
 
 
+@pytest.fixture(scope="module")
+def answers(complete_release: Release) -> dict[str, dict[str, Any]]:
+    """Every tool's default answer on the complete build."""
+    return {name: call_tool(complete_release, name, EXAMPLE_CALLS[name]) for name in TOOL_NAMES}
+
+
+def nodes(value: Any) -> Iterator[dict[str, Any]]:
+    """Every object inside a payload."""
+    if isinstance(value, dict):
+        yield value
+        for child in value.values():
+            yield from nodes(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from nodes(child)
+
+
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_every_answer_fits_the_cap_and_searches_the_search_budget(
-    complete_release: Release, name: str
+    answers: dict[str, dict[str, Any]], name: str
 ) -> None:
-    payload = call_tool(complete_release, name, EXAMPLE_CALLS[name])
+    payload = answers[name]
     assert "error" not in payload, payload["error"]
     size = payload_bytes(payload)
     assert size <= PAYLOAD_MAX_BYTES and SIZE_CAP_KEY not in payload, (name, size)
     if name in SEARCH_TOOLS:
         assert size <= SEARCH_ANSWER_MAX_BYTES, (name, size)
+
+
+def test_sizes_are_bytes_with_a_human_string(answers: dict[str, dict[str, Any]]) -> None:
+    sized = 0
+    for name, payload in answers.items():
+        for node in nodes(payload):
+            assert not {"KB", "MB", "GB", "size_mb", "size_gb"} & set(node), (name, node)
+            if "human" in node:
+                assert set(node) == {"bytes", "human"}, (name, node)
+                sized += 1
+    assert sized  # get_stats, get_collection and build_cohort report sizes
 
 
 def test_an_answer_over_the_cap_is_cut_to_fit_and_says_so(complete_release: Release) -> None:
