@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,6 +30,7 @@ from metabundle.search.budget import (
 from metabundle.search.examples import EXAMPLE_CALLS, SEARCH_TOOLS
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
+from tests.support.payloads import json_objects
 
 TOOL_NAMES = [spec.name for spec in all_tools()]
 WHEN_TO_CALL = re.compile(r"\b(call|use)\b", re.IGNORECASE)
@@ -70,17 +70,6 @@ def answers(complete_release: Release) -> dict[str, dict[str, Any]]:
     return {name: call_tool(complete_release, name, EXAMPLE_CALLS[name]) for name in TOOL_NAMES}
 
 
-def nodes(value: Any) -> Iterator[dict[str, Any]]:
-    """Every object inside a payload."""
-    if isinstance(value, dict):
-        yield value
-        for child in value.values():
-            yield from nodes(child)
-    elif isinstance(value, list):
-        for child in value:
-            yield from nodes(child)
-
-
 @pytest.mark.parametrize("name", TOOL_NAMES)
 def test_every_answer_fits_the_cap_and_searches_the_search_budget(
     answers: dict[str, dict[str, Any]], name: str
@@ -96,7 +85,7 @@ def test_every_answer_fits_the_cap_and_searches_the_search_budget(
 def test_sizes_are_bytes_with_a_human_string(answers: dict[str, dict[str, Any]]) -> None:
     sized = 0
     for name, payload in answers.items():
-        for node in nodes(payload):
+        for node in json_objects(payload):
             assert not {"KB", "MB", "GB", "size_mb", "size_gb"} & set(node), (name, node)
             if "human" in node:
                 assert set(node) == {"bytes", "human"}, (name, node)
