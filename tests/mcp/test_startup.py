@@ -10,12 +10,19 @@ imported, and loads them on the first tool call. The time this saves is measured
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
 
+import pytest
+from mcp import Client
+
 from metabundle.mcp.catalogue import CATALOGUE_FILE, generate, render
+from metabundle.mcp.handle import ReleaseHandle
+from metabundle.mcp.server import build_server
+from metabundle.search.errors import RELEASE_DAMAGED
 from tests.support.cli import clean_env
 
 HEAVY_MODULES = (
@@ -73,3 +80,20 @@ def test_tools_are_listed_before_the_search_core_is_imported(release_path: Path)
     assert report["tools"] == len(generate()) and report["error"] is False
     assert report["before"] == []
     assert set(report["after"]) >= {"duckdb", "numpy", "metabundle.search.tools"}
+
+
+@pytest.mark.anyio
+async def test_a_release_that_cannot_open_answers_release_damaged(
+    release_path: Path, tmp_path: Path
+) -> None:
+    """Only the manifest is read at start: a release whose files are gone still lists
+    its tools, and each call answers the typed ``release_damaged`` error."""
+    shutil.copy(release_path / "manifest.json", tmp_path / "manifest.json")
+    handle = ReleaseHandle(tmp_path)
+    async with Client(build_server(handle)) as client:
+        listed = (await client.list_tools()).tools
+        result = await client.call_tool("get_release_info", {})
+    assert listed
+    assert result.is_error
+    error = json.loads(result.content[0].text)["error"]
+    assert error["code"] == RELEASE_DAMAGED and "\n" not in error["message"]
