@@ -318,6 +318,9 @@ def test_search_items_carry_ids_urls_scores_and_provenance(release: Release) -> 
     assert set(item["scores"]) == {"score", "keyword", "semantic", "exact_match"}
     provenance = item["provenance"]
     assert provenance["file"] == row["source_file"] and "file_status" not in provenance
+    assert item.get("is_unique_key", False) == row["is_unique_key"]
+    keys = search(release, JHS_OLDER, "SUBJECT_ID", limit=20)["results"]
+    assert any(key.get("is_unique_key") is True for key in keys)  # said on a key only
     assert provenance["metadata_source"] == row["metadata_source"]
     assert "stats" not in item
     # a data-dictionary variable with statistics: the var_report name was not kept

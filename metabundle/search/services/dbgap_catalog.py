@@ -205,7 +205,7 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
             "logical_max": detail["logical_max"],
             "collection_interval": detail["collection_interval"],
             "coded_value_count": detail["value_count"],
-            "is_unique_key": detail["is_unique_key"],
+            "is_unique_key": detail["is_unique_key"] or None,  # only a key says so
             "provenance": variable_provenance(detail),
         }
     if kind == "dataset":
@@ -232,7 +232,8 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
 
 def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str, Any]]:
     """One item per hit: the shared fields, the kind's own fields and provenance. Null
-    fields are left out, and so is a description that only repeats the title; a
+    fields are left out (``is_unique_key`` appears only on a key), and so is a
+    description that only repeats the title; a
     variable's dataset is ``parent_id`` (its id is ``study_id/parent_id``) and its
     provenance's ``stats_table`` says whether it has statistics."""
     rows = documents(release, [h.docno for h in hits])
