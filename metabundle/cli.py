@@ -433,14 +433,16 @@ def datasette_command(
 @click.option("--release", "release_path", type=click.Path(path_type=Path), help=RELEASE_HELP)
 def call_command(tool: str | None, arguments: str | None, release_path: Path | None) -> None:
     """Call any tool of the search core with JSON ARGUMENTS and print its payload: the
-    same JSON the MCP server and /-/api return. Without TOOL, list the tools."""
+    same JSON the MCP server and /-/api return. Without TOOL, list the release's tools
+    (none of a source it was built without)."""
     from metabundle.release.location import find_release
     from metabundle.search.release import Release
-    from metabundle.search.tools import all_tools, call_tool
+    from metabundle.search.tools import call_tool, release_tools
 
     if tool is None:
-        for spec in all_tools():
-            click.echo(f"{spec.name:<30} {spec.description.splitlines()[0][:70]}")
+        with Release.open(find_release(release_path)) as opened:
+            for spec in release_tools(opened):
+                click.echo(f"{spec.name:<30} {spec.description.splitlines()[0][:70]}")
         return
     try:
         parsed = json.loads(arguments) if arguments else {}

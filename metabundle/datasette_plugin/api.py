@@ -116,7 +116,9 @@ def query_arguments(spec: ToolSpec, params: Any) -> dict[str, Any]:
     for name in params.keys():  # noqa: SIM118  (MultiParams is not a Mapping)
         values = params.getlist(name)
         kind = _kind(properties.get(name), defs)
-        if kind == "array":
+        if kind == "array" and len(values) == 1:
+            arguments[name] = values[0]  # the core decodes a JSON-encoded or comma list
+        elif kind == "array":
             arguments[name] = split_values(values)
         elif len(values) > 1:
             raise invalid(f"{spec.name}: parameter {name!r} takes one value, got {len(values)}.")
@@ -200,7 +202,7 @@ def tool_index(datasette: Any) -> dict[str, Any]:
             {
                 "name": spec.name,
                 "group": spec.group,
-                "description": spec.description,
+                "description": spec.full_description,
                 "url": datasette.urls.path(f"{API_PREFIX}/{spec.name}"),
                 "parameters": parameters_schema(spec.params),
             }

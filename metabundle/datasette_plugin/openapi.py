@@ -96,7 +96,7 @@ def _path_item(spec: ToolSpec, shared: dict[str, Any]) -> dict[str, Any]:
     schema = _model_schema(spec.params, shared)
     required = set(schema.get("required", []))
     summary = spec.description.split(". ")[0].rstrip(".")
-    common = {"tags": [spec.group], "summary": summary, "description": spec.description}
+    common = {"tags": [spec.group], "summary": summary, "description": spec.full_description}
     return {
         "get": {
             **common,

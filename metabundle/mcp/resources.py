@@ -2,26 +2,30 @@
 
 Agents read these instead of spending tool calls on them. Everything except the
 contract is generated from the release through the core's own tools, so a resource
-never disagrees with what ``list_tables`` or ``get_table_schema`` return.
+never disagrees with what ``list_tables`` or ``get_table_schema`` return; the core is
+imported, and the release opened, when a resource is first read.
 """
 
 from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-from metabundle.search.release import Release
-from metabundle.search.tools import call_tool
+from metabundle.mcp.handle import ReleaseHandle
+
+if TYPE_CHECKING:
+    from metabundle.search.release import Release
 
 CONTRACT_URI = "metabundle://contract/retrieval"
 INFO_URI = "metabundle://release/info"
 TABLES_URI = "metabundle://release/tables"
 TABLE_URI = "metabundle://release/tables/{table}"
 IDC_GUIDE_URI = "metabundle://guide/idc"
+TOOLS_URI = "metabundle://guide/tools"
 CONTRACT_FILE = "retrieval_contract.md"
 IDC_GUIDE_FILE = "idc_guide.md"
 MARKDOWN = "text/markdown"
@@ -52,6 +56,8 @@ def _table_section(table: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def table_guide(release: Release) -> str:
     """A Markdown guide to every table: source, rows, description, key columns."""
+    from metabundle.search.tools import call_tool
+
     tables = call_tool(release, "list_tables", {})["tables"]
     lines = [
         f"# Tables of metabundle release {release.version}",
@@ -70,12 +76,29 @@ def table_guide(release: Release) -> str:
     return "\n".join(lines)
 
 
+def tool_guide(release: Release) -> str:
+    """A Markdown guide to every tool the release offers: its description and the
+    longer guidance ``tools/list`` leaves out."""
+    from metabundle.search.tools import release_tools
+
+    lines = [f"# Tools of metabundle release {release.version}", ""]
+    for spec in release_tools(release):
+        lines += [f"## {spec.name} ({spec.group})", "", spec.full_description, ""]
+    return "\n".join(lines)
+
+
 def _json(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=2)
 
 
-def add_resources(server: MCPServer, release: Release) -> None:
-    """Register the contract, release info, table guide and per-table schemas."""
+def _call(handle: ReleaseHandle, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    from metabundle.search.tools import call_tool
+
+    return call_tool(handle.get(), name, arguments)
+
+
+def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
+    """Register the contract, release info, tool and table guides and per-table schemas."""
 
     @server.resource(
         CONTRACT_URI,
@@ -88,7 +111,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
     def retrieval_contract() -> str:
         return contract_text()
 
-    if "idc" in release.manifest["sources"]:
+    if "idc" in handle.manifest["sources"]:
 
         @server.resource(
             IDC_GUIDE_URI,
@@ -110,7 +133,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=JSON,
     )
     def release_info() -> str:
-        return _json(call_tool(release, "get_release_info", {}))
+        return _json(_call(handle, "get_release_info", {}))
 
     @server.resource(
         TABLES_URI,
@@ -121,7 +144,18 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=MARKDOWN,
     )
     def tables() -> str:
-        return table_guide(release)
+        return table_guide(handle.get())
+
+    @server.resource(
+        TOOLS_URI,
+        name="tool_guide",
+        title="Tool guide",
+        description="Every tool's description with its longer guidance (filters, "
+        "fallbacks, what a result does not establish). Read it before a tool's first call.",
+        mime_type=MARKDOWN,
+    )
+    def tools() -> str:
+        return tool_guide(handle.get())
 
     @server.resource(
         TABLE_URI,
@@ -132,7 +166,7 @@ def add_resources(server: MCPServer, release: Release) -> None:
         mime_type=JSON,
     )
     def table_schema(table: str) -> str:
-        payload = call_tool(release, "get_table_schema", {"table": table})
+        payload = _call(handle, "get_table_schema", {"table": table})
         if "error" in payload:
             raise ResourceNotFoundError(payload["error"]["message"])
         return _json(payload)

@@ -1,4 +1,4 @@
-"""Turn DuckDB values into JSON values, and bound the size of a payload."""
+"""Turn DuckDB values into JSON values, drop null fields, and bound the size of a payload."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def to_json_value(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return to_json_value(value.tolist())
     return str(value)
+
+
+def without_nulls(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` without its null fields: an absent field reads as unknown, and a
+    status field beside it says why (e.g. a provenance block's ``stats_file_status``)."""
+    return {key: value for key, value in block.items() if value is not None}
 
 
 def check_size(payload: dict[str, Any], hint: str) -> dict[str, Any]:

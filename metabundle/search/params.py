@@ -45,7 +45,7 @@ Query = Annotated[
     str,
     StringConstraints(max_length=MAX_QUERY_CHARS),
     AfterValidator(_not_blank),
-    Field(description="What to look for: words, a phrase, an identifier or a code."),
+    Field(description="Words, a phrase, an identifier or a code."),
 ]
 
 Explain = Annotated[
@@ -54,8 +54,8 @@ Explain = Annotated[
 ]
 
 
-ARRAY_FORMS = "Also accepted as a JSON-encoded list or comma-separated text."
-OBJECT_FORMS = "Also accepted as JSON-encoded text."
+ARRAY_FORMS = "Or JSON or comma-separated text."
+OBJECT_FORMS = "Or JSON text."
 Container = Literal["array", "object"]
 
 
@@ -112,11 +112,11 @@ class Params(BaseModel):
 
 
 def _plain(schema: dict[str, Any]) -> dict[str, Any]:
-    """A property typed ``anyOf[array|object, null]`` as the plain type (omitting it
-    means null), its description naming the text forms."""
+    """An optional property typed ``anyOf[<type>, null]`` as the plain type (omitting it
+    means null), its description naming the text forms of a list or object."""
     options = schema.get("anyOf") or []
     kept = [option for option in options if option.get("type") != "null"]
-    if len(options) == 2 and len(kept) == 1 and kept[0].get("type") in ("array", "object"):
+    if len(options) == 2 and len(kept) == 1 and "type" in kept[0]:
         outer = {k: v for k, v in schema.items() if k != "anyOf" and k != "default"}
         inner_description = kept[0].get("description")
         schema = {**kept[0], **outer}
@@ -128,13 +128,30 @@ def _plain(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _untitled(schema: Any) -> Any:
+    """``schema`` without pydantic's ``title`` keywords (the property names say it); a
+    property that is itself named ``title`` is an object there, and is kept."""
+    if isinstance(schema, list):
+        return [_untitled(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: _untitled(value)
+        for key, value in schema.items()
+        if not (key == "title" and isinstance(value, str))
+    }
+
+
 def parameters_schema(
     model: type[BaseModel], ref_template: str = DEFAULT_REF_TEMPLATE
 ) -> dict[str, Any]:
-    """The published JSON schema of a tool's parameters: list and object parameters as
-    plain ``array``/``object`` types whose descriptions name the text forms."""
+    """The published JSON schema of a tool's parameters: optional parameters as plain
+    types (no ``anyOf`` with ``null``), list and object parameters' descriptions naming
+    the text forms, and no ``title`` keywords nor the top-level ``additionalProperties``
+    (the core refuses an unknown parameter by name), to keep ``tools/list`` small."""
     schema = model.model_json_schema(ref_template=ref_template)
+    schema.pop("additionalProperties", None)
     properties = schema.get("properties", {})
     for name, property_schema in properties.items():
         properties[name] = _plain(property_schema)
-    return schema
+    return _untitled(schema)

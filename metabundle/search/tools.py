@@ -1,9 +1,12 @@
 """The tool registry: every operation the adapters expose, declared once.
 
-A tool is a name, a prescriptive description (when to call it), a pydantic model of
-its parameters and a handler over a :class:`Release`. :func:`call_tool` validates the
-arguments, runs the handler and returns the payload — or the typed error payload —
-that the CLI, the MCP server and the REST API all return unchanged.
+A tool is a name, a prescriptive description (one or two sentences: what it answers
+and when to call it), optional longer guidance (published in the MCP tool guide
+resource and the OpenAPI document, not in ``tools/list``), a pydantic model of its
+parameters and a handler over a :class:`Release`. :func:`call_tool` validates the
+arguments, runs the handler and returns the payload, held to the payload budget
+(:mod:`.budget`), or the typed error payload, that the CLI, the MCP server and the
+REST API all return unchanged.
 
 A tool's group is the source it serves (``dbgap``, ``ukb``, ``aou``, ``omop``,
 ``idc``), or :data:`RELEASE_GROUP` for the release-wide tools. A release built
@@ -20,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from metabundle.search.budget import fit_payload
 from metabundle.search.errors import INTERNAL_ERROR, NOT_IN_RELEASE, ToolError, invalid
 from metabundle.search.release import Release
 
@@ -41,6 +45,12 @@ class ToolSpec:
     params: type[BaseModel]
     handler: Handler
     group: str
+    guide: str | None = None
+
+    @property
+    def full_description(self) -> str:
+        """The description followed by the guidance, if any."""
+        return f"{self.description} {self.guide}" if self.guide else self.description
 
     @property
     def source(self) -> str | None:
@@ -52,14 +62,22 @@ TOOLS: dict[str, ToolSpec] = {}
 
 
 def tool(
-    name: str, description: str, params: type[BaseModel], group: str
+    name: str,
+    description: str,
+    params: type[BaseModel],
+    group: str,
+    *,
+    guide: str | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Register ``handler`` as tool ``name``."""
+    """Register ``handler`` as tool ``name``; ``guide`` is guidance too long for the
+    description (see the module docstring)."""
 
     def register(handler: Handler) -> Handler:
         if name in TOOLS:
             raise ValueError(f"tool {name} is declared twice")
-        TOOLS[name] = ToolSpec(name, description.strip(), params, handler, group)
+        TOOLS[name] = ToolSpec(
+            name, description.strip(), params, handler, group, guide and guide.strip()
+        )
         return handler
 
     return register
@@ -149,8 +167,8 @@ def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> 
     if not offered(release, spec):
         raise absent_source(release, spec)
     params = parse_arguments(spec, arguments)
-    payload = spec.handler(release, params)
-    return {**payload, "data_notice": UNTRUSTED_NOTICE}
+    payload = {**spec.handler(release, params), "data_notice": UNTRUSTED_NOTICE}
+    return fit_payload(payload, getattr(params, "offset", None))
 
 
 def call_tool(release: Release, name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:

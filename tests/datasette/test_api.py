@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import pytest
 from datasette.app import Datasette
@@ -103,11 +103,18 @@ async def test_errors_are_the_core_errors_with_their_http_status(
     assert await rest_get(datasette, name, arguments) == (400, expected)
 
 
-async def test_list_parameters_repeat_or_separate_by_commas(
+async def test_list_parameters_repeat_separate_by_commas_or_come_as_json(
     datasette: Datasette, release: Release
 ) -> None:
     expected = core(release, "search_all", {"query": "asthma", "sources": ["ukb", "dbgap"]})
-    for query in ("sources=ukb&sources=dbgap", "sources=ukb,dbgap", "sources=ukb, dbgap"):
+    as_json = "sources=" + quote(json.dumps(["ukb", "dbgap"]))
+    for query in (
+        "sources=ukb&sources=dbgap",
+        "sources=ukb,dbgap",
+        "sources=ukb, dbgap",
+        as_json,
+        'sources=["ukb","dbgap"]',
+    ):
         payload = await get_json(datasette, f"/-/api/search_all?query=asthma&{query}")
         assert payload == expected
     assert {item["source"] for item in expected["results"]} <= {"ukb", "dbgap"}
@@ -201,7 +208,7 @@ async def test_openapi_describes_every_tool_from_its_model(
         for name, parameter in parameters.items():
             assert parameter["in"] == "query"
             assert parameter["required"] == (name in schema.get("required", []))
-        assert item["get"]["description"] == spec.description
+        assert item["get"]["description"] == spec.full_description  # guide included
         for status in {str(s) for s in HTTP_STATUS.values()} | {"200"}:
             assert status in item["get"]["responses"] and status in item["post"]["responses"]
     for ref in _refs(document):

@@ -1,10 +1,10 @@
 """A release built without some sources offers none of their tools.
 
 The dbGaP-only ``--profile dev`` release lacks UK Biobank, All of Us, OMOP and Imaging
-Data Commons: their tools are not listed by the MCP server nor by the REST adapter,
-and a call to one, through the core, MCP or ``/-/api``, answers ``not_in_release``
-with the release's coverage and the build flag that adds the source, never an empty
-success.
+Data Commons: their tools are not listed by the MCP server, the REST adapter or
+``metabundle call``, and a call to one, through the core, MCP or ``/-/api``, answers
+``not_in_release`` with the release's coverage and the build flag that adds the
+source, never an empty success.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from metabundle.search.errors import HTTP_STATUS, NOT_IN_RELEASE
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool, release_tools
 from tests.support.build import Build
+from tests.support.cli import run_cli
 
 PRESENT = ("dbgap",)
 ABSENT_CALLS = [
@@ -102,6 +103,12 @@ def test_the_tools_of_present_sources_still_answer(partial: Release) -> None:
     assert "error" not in payload and payload["recommended"]["study_id"].startswith("phs000001")
     info = call_tool(partial, "get_release_info", {})
     assert "error" not in info
+
+
+def test_metabundle_call_lists_only_the_release_tools(dev_build: Build) -> None:
+    result = run_cli("call", "--release", str(dev_build.release))
+    assert result.returncode == 0, result.stderr
+    assert [line.split()[0] for line in result.stdout.splitlines()] == offered_names()
 
 
 @pytest.mark.anyio

@@ -25,6 +25,7 @@ from metabundle.index.ann import clip_cosine
 from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import ATHENA_TERMS
 from metabundle.search.tools import TOOLS, all_tools, call_tool
+from tests.support.payloads import json_objects
 
 
 @pytest.fixture(scope="module")
@@ -194,18 +195,13 @@ def test_a_shared_identifier_prefers_a_variable_and_lists_alternatives(
 # -- Athena URLs -----------------------------------------------------------------------
 
 
-def concept_nodes(node: Any) -> Iterator[dict[str, Any]]:
+def concept_nodes(payload: Any) -> Iterator[dict[str, Any]]:
     """Every object of a payload that carries a concept id."""
-    if isinstance(node, dict):
+    for node in json_objects(payload):
         if isinstance(node.get("concept_id"), int) or isinstance(
             node.get("source_concept_id"), int
         ):
             yield node
-        for value in node.values():
-            yield from concept_nodes(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from concept_nodes(value)
 
 
 OMOP_CALLS = [

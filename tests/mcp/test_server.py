@@ -19,6 +19,7 @@ from metabundle.mcp.resources import (
     INFO_URI,
     TABLE_URI,
     TABLES_URI,
+    TOOLS_URI,
     contract_text,
 )
 from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, NOT_FOUND
@@ -68,7 +69,7 @@ async def test_lists_every_registered_tool_with_its_schema(server: MCPServer) ->
         assert tool.annotations is not None and tool.annotations.read_only_hint
     search = listed["search_all"].input_schema
     assert search["required"] == ["query"]
-    assert search["additionalProperties"] is False
+    assert "additionalProperties" not in search  # the core refuses unknown parameters
     assert search["properties"]["method"]["enum"] == ["keyword", "semantic", "hybrid"]
     assert search["properties"]["method"]["default"] == "hybrid"
     assert search["properties"]["limit"]["default"] == 10
@@ -172,7 +173,7 @@ async def test_resources_are_listed(server: MCPServer) -> None:
     async with Client(server) as client:
         resources = {str(r.uri): r for r in (await client.list_resources()).resources}
         templates = (await client.list_resource_templates()).resource_templates
-    assert set(resources) == {CONTRACT_URI, INFO_URI, TABLES_URI, IDC_GUIDE_URI}
+    assert set(resources) == {CONTRACT_URI, INFO_URI, TABLES_URI, IDC_GUIDE_URI, TOOLS_URI}
     assert resources[CONTRACT_URI].mime_type == "text/markdown"
     assert [t.uri_template for t in templates] == [TABLE_URI]
 

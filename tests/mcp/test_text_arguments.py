@@ -3,9 +3,11 @@
 Some clients (the MCP Inspector among them) send every argument as text. fastmcp's
 client drives the real ``metabundle mcp`` process over stdio and calls every tool that
 has a list or object parameter three ways: the JSON list or object, the same value as
-JSON-encoded text and, for lists, as comma-separated text. The payloads must be
-identical, and the published schemas must type those parameters as plain ``array`` or
-``object`` (no ``anyOf`` with ``null``), saying the text forms are accepted.
+JSON-encoded text and, for lists, as comma-separated text; and it calls every
+registered tool with its representative call (:data:`EXAMPLE_CALLS`), list and object
+arguments also as text. The payloads must be identical to the core's, and the
+published schemas must type those parameters as plain ``array`` or ``object`` (no
+``anyOf`` with ``null``), saying the text forms are accepted.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from metabundle.search.examples import EXAMPLE_CALLS
 from metabundle.search.params import ARRAY_FORMS, OBJECT_FORMS, parameters_schema
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
@@ -90,6 +93,12 @@ def without_data(release: Release) -> set[str]:
     return set() if clinical else {"get_clinical_values"}
 
 
+def stdio_transport(release_path: Path) -> StdioTransport:
+    """fastmcp's transport to a ``metabundle mcp`` process serving ``release_path``."""
+    command, *args = metabundle_command()
+    return StdioTransport(command, [*args, "mcp", "--release", str(release_path)], env=clean_env())
+
+
 def text_forms(value: Any) -> list[str]:
     """The text forms of a list or object argument."""
     forms = [json.dumps(value)]
@@ -127,10 +136,7 @@ def test_a_malformed_text_form_is_refused_in_the_parameter_name(release: Release
 async def test_text_arguments_over_stdio_answer_as_lists_and_objects(
     release_path: Path, release: Release
 ) -> None:
-    command, *args = metabundle_command()
-    transport = StdioTransport(
-        command, [*args, "mcp", "--release", str(release_path)], env=clean_env()
-    )
+    transport = stdio_transport(release_path)
     calls = list_form_calls(release)
     refused = without_data(release)
     async with Client(transport) as client:
@@ -146,3 +152,24 @@ async def test_text_arguments_over_stdio_answer_as_lists_and_objects(
                     result = await client.call_tool_mcp(tool, {**arguments, name: text})
                     assert result.is_error == (tool in refused), (tool, name, text)
                     assert json.loads(result.content[0].text) == expected, (tool, name, text)
+
+
+async def test_every_tool_answers_the_independent_client_as_the_core(
+    release_path: Path, release: Release
+) -> None:
+    transport = stdio_transport(release_path)
+    async with Client(transport) as client:
+        for spec in all_tools():
+            arguments = EXAMPLE_CALLS[spec.name]
+            expected = json.loads(json.dumps(call_tool(release, spec.name, arguments)))
+            assert "error" not in expected, (spec.name, expected)
+            forms = [arguments] + [
+                {**arguments, name: text}
+                for name, value in arguments.items()
+                if isinstance(value, list | dict)
+                for text in text_forms(value)
+            ]
+            for sent in forms:
+                result = await client.call_tool_mcp(spec.name, sent)
+                assert not result.is_error, (spec.name, sent, result.content[0].text)
+                assert json.loads(result.content[0].text) == expected, (spec.name, sent)

@@ -323,13 +323,16 @@ def test_search_items_carry_ids_urls_scores_and_provenance(release: Release) -> 
     assert item["canonical_url"].startswith("https://www.ncbi.nlm.nih.gov/projects/gap/")
     assert set(item["scores"]) == {"score", "keyword", "semantic", "exact_match"}
     provenance = item["provenance"]
-    assert provenance["file"] == row["source_file"] and provenance["file_status"] == "retained"
+    assert provenance["file"] == row["source_file"] and "file_status" not in provenance
+    assert item.get("is_unique_key", False) == row["is_unique_key"]
+    keys = search(release, JHS_OLDER, "SUBJECT_ID", limit=20)["results"]
+    assert any(key.get("is_unique_key") is True for key in keys)  # said on a key only
     assert provenance["metadata_source"] == row["metadata_source"]
     assert "stats" not in item
     # a data-dictionary variable with statistics: the var_report name was not kept
     older = search(release, HARMONIZATION, "Height at visit 1", limit=1)["results"][0]
     assert older["provenance"]["metadata_source"] == "data_dict"
-    assert older["provenance"]["stats_file"] is None
+    assert "stats_file" not in older["provenance"]  # no null fields: one status says why
     assert older["provenance"]["stats_file_status"] == "not_retained"
     retrieval = payload["retrieval"]
     assert retrieval["weights"] == {
@@ -392,7 +395,7 @@ def test_include_stats_returns_the_numbers_of_the_var_report(
 
 def test_include_stats_says_when_a_variable_has_no_report(release: Release) -> None:
     item = search(release, LOAD, "year of birth", include_stats=True, limit=1)["results"][0]
-    assert item["has_stats"] is False
+    assert "stats_table" not in item["provenance"]  # no statistics table rows
     assert item["stats"]["available"] is False and "var_report" in item["stats"]["status"]
     datasets = search(release, LOAD, "phenotypes", kind="dataset", include_stats=True)
     assert datasets["stats_note"] and all("stats" not in i for i in datasets["results"])
@@ -411,7 +414,7 @@ def test_document_search_follows_the_title_rule(release: Release) -> None:
         ]
         assert payload["content_indexed"] is False
         assert payload["results"][0]["content_indexed"] is False
-        assert payload["results"][0]["provenance"]["file"] is None
+        assert "file" not in payload["results"][0]["provenance"]  # one status says why
         assert payload["results"][0]["provenance"]["file_status"] == "not_retained"
     none = search(release, LOAD, "handbook for study staff", kind="document", method="keyword")
     assert none["results"] == []

@@ -167,7 +167,7 @@ def test_results_are_ukb_fields_with_showcase_urls_only(release: Release) -> Non
     rows = {
         r["field_id"]: r
         for r in release.query_dicts(
-            "SELECT field_id, title, encoding_id, main_category FROM ukb_field "
+            "SELECT field_id, title, encoding_id, main_category, notes, units FROM ukb_field "
             "WHERE field_id IN (SELECT unnest(?::INTEGER[]))",
             [ids],
         )
@@ -181,10 +181,12 @@ def test_results_are_ukb_fields_with_showcase_urls_only(release: Release) -> Non
         if rows[item["id"]]["encoding_id"]:
             assert item["encoding_url"] == f"{SHOWCASE}coding.cgi?id={item['encoding_id']}"
         else:
-            assert item["encoding_id"] is None and item["encoding_url"] is None
-        for key in ("value_type", "item_type", "category_path", "notes", "units", "scores"):
+            assert "encoding_id" not in item and "encoding_url" not in item  # nulls left out
+        for key in ("value_type", "item_type", "category_path", "scores"):
             assert key in item
-        assert item["notes"] is None or len(item["notes"]) <= 400
+        for key in ("notes", "units"):
+            assert (key in item) == (rows[item["id"]][key] is not None), key
+        assert len(item.get("notes", "")) <= 160
         assert "<p>" not in (item["notes"] or "") and "~F" not in (item["notes"] or "")
     assert 41270 in ids
 

@@ -48,10 +48,7 @@ class SearchAouParams(Params):
     query: Query
     method: Annotated[
         Method,
-        Field(
-            description="hybrid (default); keyword (codes, BM25, title similarity; no "
-            "embedding); semantic (meaning only: codes are not resolved)."
-        ),
+        Field(description="hybrid (default), keyword or semantic (codes are not resolved)."),
     ] = "hybrid"
     limit: Annotated[
         int, clamp(1, MAX_LIMIT), Field(description=f"Results to return, 1..{MAX_LIMIT}.")
@@ -64,8 +61,7 @@ class SearchAouParams(Params):
         str | None,
         Field(
             max_length=100,
-            description="OMOP domain of EHR concepts (Condition, Drug, Measurement, "
-            "Procedure); requires variable_type=ehr.",
+            description="OMOP domain, e.g. Condition; needs variable_type=ehr.",
         ),
     ] = None
     ehr_role: Annotated[
@@ -76,8 +72,7 @@ class SearchAouParams(Params):
         str | None,
         Field(
             max_length=100,
-            description="OMOP vocabulary of EHR concepts (SNOMED, LOINC, RxNorm, ICD10CM, "
-            "...); requires variable_type=ehr.",
+            description="OMOP vocabulary, e.g. LOINC; needs variable_type=ehr.",
         ),
     ] = None
     explain: Explain = False
@@ -88,10 +83,8 @@ class GetAouItemParams(Params):
         str,
         Field(
             max_length=100,
-            description="An All of Us result id (aou.doc. + 24 hex digits) as "
-            "search_aou_catalog returned it, or an identifier of the item: an OMOP concept "
-            "id (1585860), a concept code or survey question code (TheBasics_Birthplace), "
-            "or vocabulary:code (snomed:49601007).",
+            description="A result_id (aou.doc.<hex>), an OMOP concept id, a concept or "
+            "question code, or vocabulary:code.",
         ),
     ]
 
@@ -142,18 +135,18 @@ def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "search_aou_catalog",
-    "Search the All of Us public Data Browser catalogue: survey questions and answers, "
-    "survey modules and topics, program physical measurements and EHR concepts "
-    "(conditions, drugs, labs and measurements, procedures). Call this for any All of Us "
-    "question; codes such as Smoking_100CigsLifetime, loinc:8462-4 or an OMOP concept id "
-    "resolve first. Narrow with variable_type (ehr, survey, physical_measurement, "
-    "fitbit); ehr_domain, ehr_role and ehr_vocabulary require variable_type=ehr. Then "
-    "call get_aou_item with a result_id for identifiers, links, answer choices, module "
-    "and topic membership and concept relationships. Preserve is_variable: navigation "
-    "and support hits are not variables. Hits show public metadata, not data "
-    "availability for a participant or workspace.",
+    "Search the All of Us Data Browser catalogue: survey questions and answers, modules, physical"
+    " measurements and EHR concepts. Call it for any All of Us question (codes such as "
+    "loinc:8462-4 resolve first); then get_aou_item.",
     SearchAouParams,
     GROUP,
+    guide=(
+        "Narrow with variable_type (ehr, survey, physical_measurement, fitbit); ehr_domain, "
+        "ehr_role and ehr_vocabulary require variable_type=ehr. get_aou_item gives identifiers, "
+        "links, answer choices, module and topic membership and concept relationships. Preserve "
+        "is_variable: navigation and support hits are not variables. Hits show public metadata, "
+        "not data availability for a participant or workspace."
+    ),
 )
 def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, Any]:
     filters = _filters(release, params)
@@ -309,16 +302,19 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
 
 @tool(
     "get_aou_item",
-    "Get one All of Us catalogue item by the result_id that search_aou_catalog returned, "
-    "or by its OMOP concept id, concept code or survey question code: "
-    "its full record (question text, codes, domain, vocabulary, participant count or why "
-    "it is null), identifiers and aliases, public links (Data Browser page, survey PDFs, "
-    "Athena), answer choices of a question, members of a module, topic or domain, where "
-    "it belongs (parent, survey module, topic) and its relationships (branching "
-    "questions, family history answers, OMOP Maps to and Subsumes). Call it before "
-    "citing an item; lists are capped and give their totals.",
+    "Get one All of Us item (by the result_id search_aou_catalog returned, or an OMOP concept id,"
+    " concept code or question code) with its codes, links, answer choices, membership and "
+    "relationships. Call it before citing an item.",
     GetAouItemParams,
     GROUP,
+    guide=(
+        "The record holds the question text, codes, domain, vocabulary and participant count (or "
+        "why it is null), identifiers and aliases, public links (Data Browser page, survey PDFs, "
+        "Athena), the answer choices of a question, the members of a module, topic or domain, "
+        "where the item belongs (parent, survey module, topic) and its relationships (branching "
+        "questions, family history answers, OMOP Maps to and Subsumes). Lists are capped and give"
+        " their totals."
+    ),
 )
 def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:
     item, resolution = _item(release, params.result_id)

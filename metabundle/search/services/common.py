@@ -18,7 +18,7 @@ from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS
 from metabundle.search.sql_pool import run_sql
 from metabundle.search.tools import tool
 
-SNIPPET_CHARS = 300
+SNIPPET_CHARS = 200
 GROUP = "release"
 
 
@@ -28,13 +28,13 @@ class NoParams(Params):
 
 @tool(
     "get_release_info",
-    "Call this first to learn what this offline release holds: its version, the "
-    "sources with their upstream versions and row counts, each source's coverage (what "
-    "it holds of what its upstream offers, and what was left out), and the embedding "
-    "model. Cite the version with any answer; when coverage.complete is false, say that "
-    "an entity missing here may still exist upstream.",
+    "Call this first: the release version, its sources with upstream versions, row counts and "
+    "coverage, and the embedding model. Cite the version with any answer.",
     NoParams,
     GROUP,
+    guide=(
+        "When coverage.complete is false, say that an entity missing here may still exist upstream."
+    ),
 )
 def get_release_info(release: Release, params: NoParams) -> dict[str, Any]:
     manifest = release.manifest
@@ -66,9 +66,8 @@ def _release_tables(release: Release) -> dict[str, dict[str, Any]]:
 
 @tool(
     "list_tables",
-    "List every table of the release with its source, row count and description. "
-    "Call this before writing SQL for run_sql, and when a property is not among a "
-    "source tool's attributes: it may live in another table.",
+    "List every table with its source, row count and description. Call it before writing SQL for "
+    "run_sql, or when a property is missing from a tool's answer.",
     NoParams,
     GROUP,
 )
@@ -91,8 +90,8 @@ class TableParams(Params):
 
 @tool(
     "get_table_schema",
-    "Get the columns of one table (type, nullability, description, primary key). Call "
-    "this before run_sql so queries use real column names.",
+    "Get one table's columns (type, nullability, description, primary key). Call it before "
+    "run_sql so queries use real column names.",
     TableParams,
     GROUP,
 )
@@ -135,12 +134,14 @@ class SqlParams(Params):
 
 @tool(
     "run_sql",
-    "Run one read-only SELECT over the whole release (DuckDB SQL) when the curated "
-    "tools cannot answer. Call list_tables and get_table_schema first. Only SELECT is "
-    "accepted; files, URLs, ATTACH, COPY, SET and extensions are refused; rows are "
-    "capped (truncated tells you) and slow queries are stopped.",
+    "Run one read-only DuckDB SELECT over the release when the curated tools cannot answer. Call "
+    "list_tables and get_table_schema first.",
     SqlParams,
     GROUP,
+    guide=(
+        "Only SELECT is accepted; files, URLs, ATTACH, COPY, SET and extensions are refused; rows"
+        " are capped (truncated tells you) and slow queries are stopped."
+    ),
 )
 def run_sql_tool(release: Release, params: SqlParams) -> dict[str, Any]:
     return run_sql(release.sql_workers, params.sql, params.max_rows)
@@ -187,12 +188,14 @@ class SearchAllParams(Params):
 
 @tool(
     "search_all",
-    "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, Imaging Data "
-    "Commons) and get one ranked list, each item labelled with its source and kind. "
-    "Call this when you do not know which resource measures something; then use the "
-    "source's own tools for details. Exact identifiers and aliases rank first.",
+    "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, IDC) for one ranked list, "
+    "each item labelled with its source and kind. Call it when you do not know which source "
+    "measures something.",
     SearchAllParams,
     GROUP,
+    guide=(
+        "Then use the source's own tools for details. Exact identifiers and aliases rank first."
+    ),
 )
 def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
     available = sorted(release.manifest["sources"])

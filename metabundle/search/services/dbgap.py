@@ -53,8 +53,7 @@ class ResolveParams(Params):
         Query,
         Field(
             max_length=500,
-            description="A study name, an acronym (JHS, MESA), a dbGaP study URL "
-            "(study.cgi?study_id=...) or an accession (phs000286 or phs000286.v7.p2).",
+            description="A study name, acronym, dbGaP URL or accession (phs000286).",
         ),
     ]
     limit: Annotated[int, clamp(1, 20), Field(description="Candidates to return, 1..20.")] = 10
@@ -62,17 +61,18 @@ class ResolveParams(Params):
 
 @tool(
     "resolve_dbgap_study",
-    "Call this first whenever a dbGaP study is named: a name, an acronym (JHS, ECLIPSE), "
-    "a study URL (study.cgi?study_id=...) or an accession with or without version "
-    "(phs000286, phs000286.v7.p2). Returns a recommended full versioned accession and "
-    "ranked alternatives (other studies and other versions, with their dataset and "
-    "variable counts and relation to it), its sub-studies, and a resolution block saying "
-    "how it matched. The match is "
-    "heuristic: confirm it, then call get_dbgap_study or search_dbgap_catalog with the "
-    "full versioned study_id. An unknown study returns not_found with suggestions. "
-    "UK Biobank is not a dbGaP study: use its own tools.",
+    "Call this first whenever a dbGaP study is named (name, acronym, study URL or accession): it "
+    "returns the recommended full versioned accession and ranked alternatives.",
     ResolveParams,
     GROUP,
+    guide=(
+        "Alternatives carry their dataset and variable counts and their relation to the "
+        "recommended study; its sub-studies are listed. A resolution block says how it "
+        "matched. The match is heuristic: confirm it, then call "
+        "get_dbgap_study or search_dbgap_catalog with the full versioned study_id. An unknown "
+        "study returns not_found with suggestions. UK Biobank is not a dbGaP study: use its own "
+        "tools."
+    ),
 )
 def resolve_dbgap_study(release: Release, params: ResolveParams) -> dict[str, Any]:
     outcome = resolve(release, params.query)
@@ -176,15 +176,16 @@ def metadata_scope(release: Release, study: StudyVersion) -> dict[str, Any]:
 
 @tool(
     "get_dbgap_study",
-    "Get one dbGaP study version's metadata: name, description, diseases, design, "
-    "molecular data types, consent groups, dates, parent study, counts, its datasets "
-    "and documents (capped, with totals) and its other versions. study_id must be a "
-    "full versioned accession (phs000286.v7.p2): call resolve_dbgap_study first for a "
-    "name, acronym, URL or base accession. Check metadata_scope: 'base' means some "
-    "parts come from another version of the same study (metadata_sources says which). "
-    "Then call search_dbgap_catalog to find variables, datasets or documents.",
+    "Get one dbGaP study version's metadata, counts, datasets, documents and other versions. Call"
+    " it with the full versioned accession from resolve_dbgap_study; then search_dbgap_catalog.",
     StudyParams,
     GROUP,
+    guide=(
+        "The study block holds name, description, diseases, design, molecular data types, consent"
+        " groups, dates, parent study and counts; datasets and documents are capped with totals. "
+        "Check metadata_scope: 'base' means some parts come from another version of the same "
+        "study (metadata_sources says which)."
+    ),
 )
 def get_dbgap_study(release: Release, params: StudyParams) -> dict[str, Any]:
     study = versioned_study(release, params.study_id, "get_dbgap_study")
@@ -267,25 +268,24 @@ class CatalogParams(Params):
     limit: Annotated[int, clamp(1, 20), Field(description="Results to return, 1..20.")] = 10
     include_stats: Annotated[
         bool,
-        Field(
-            description="Add each variable's summary statistics from its variable report "
-            "(counts, mean, median, range, value counts; variables only)."
-        ),
+        Field(description="Add variables' summary statistics from their variable reports."),
     ] = False
     explain: Explain = False
 
 
 @tool(
     "search_dbgap_catalog",
-    "Search one dbGaP study version's variables (default), datasets or documents by "
-    "meaning and words. study_id must be the full versioned accession chosen with "
-    "resolve_dbgap_study. method: hybrid (default; 0.3 keyword + 0.7 semantic), "
-    "keyword or semantic. Documents are matched by title only (keyword: the title "
-    "contains the query; their contents are not indexed). include_stats=true adds "
-    "variables' summary statistics. Cite canonical_url and the exact accessions; a "
-    "match documents a variable, it does not establish data access or availability.",
+    "Search one dbGaP study version's variables (default), datasets or documents. Call it with "
+    "the full versioned study_id from resolve_dbgap_study; cite canonical_url and the exact "
+    "accessions.",
     CatalogParams,
     GROUP,
+    guide=(
+        "method: hybrid (default; 0.3 keyword + 0.7 semantic), keyword or semantic. Documents are"
+        " matched by title only (keyword: the title contains the query; their contents are not "
+        "indexed). include_stats=true adds variables' summary statistics. A match documents a "
+        "variable; it does not establish data access or availability."
+    ),
 )
 def search_dbgap_catalog(release: Release, params: CatalogParams) -> dict[str, Any]:
     study = versioned_study(release, params.study_id, "search_dbgap_catalog")

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from metabundle.search.jsonsafe import to_json_value
+from metabundle.search.jsonsafe import to_json_value, without_nulls
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import DBGAP_DOCUMENTS, DBGAP_VARIABLES
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, Retrieval, documents, mask_from_sql
 from metabundle.search.services.dbgap_studies import study_index
 
-DESCRIPTION_CHARS = 600
+DESCRIPTION_CHARS = 200
 MAX_CONSENT_GROUPS = 12
 MAX_VALUES = 20
 
@@ -120,15 +120,26 @@ def _short(text: str | None) -> str | None:
     return text[: DESCRIPTION_CHARS - 1] + "…"
 
 
+def _description(text: str | None, title: str) -> str | None:
+    """The description, shortened, unless it only repeats the title."""
+    return None if text == title else _short(text)
+
+
 def _details(release: Release, kind: str, ids: list[str]) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
     return {row["id"]: row for row in release.query_dicts(DETAIL_SQL[kind], [ids])}
 
 
+def _encoding(encoding: str | None) -> str | None:
+    """The source file's text encoding when it is not UTF-8 (the default, left out)."""
+    return None if encoding in (None, "utf-8") else encoding
+
+
 def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
-    """Where a variable was read from; the var_report file name is not kept when the
-    variable came from a data dictionary."""
+    """Where a variable was read from, without empty fields: the var_report file name
+    is not kept when the variable came from a data dictionary, and
+    ``stats_file_status`` says why a statistics file is absent."""
     from_report = detail["metadata_source"] == "var_report"
     if from_report:
         stats_file, status = detail["source_file"], "retained"
@@ -136,35 +147,33 @@ def variable_provenance(detail: dict[str, Any]) -> dict[str, Any]:
         stats_file, status = None, "not_retained"
     else:
         stats_file, status = None, "no_var_report"
-    return {
-        "table": "dbgap_variable",
-        "metadata_source": detail["metadata_source"],
-        "file": detail["source_file"],
-        "file_status": "retained",
-        "text_encoding": detail["text_encoding"],
-        "stats_table": "dbgap_variable_stat" if detail["has_stats"] else None,
-        "stats_file": stats_file,
-        "stats_file_status": status,
-    }
+    return without_nulls(
+        {
+            "metadata_source": detail["metadata_source"],
+            "file": detail["source_file"],
+            "text_encoding": _encoding(detail["text_encoding"]),
+            "stats_table": "dbgap_variable_stat" if detail["has_stats"] else None,
+            "stats_file": stats_file,
+            "stats_file_status": None if status == "retained" else status,
+        }
+    )
 
 
 def dataset_provenance(detail: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "table": "dbgap_dataset",
-        "metadata_source": detail["metadata_source"],
-        "file": detail["source_file"],
-        "file_status": "retained",
-        "text_encoding": detail["text_encoding"],
-    }
+    return without_nulls(
+        {
+            "metadata_source": detail["metadata_source"],
+            "file": detail["source_file"],
+            "text_encoding": _encoding(detail["text_encoding"]),
+        }
+    )
 
 
 def document_provenance(study_id: str) -> dict[str, Any]:
     """Documents come from the study version's GapExchange XML, whose file name the
     build does not keep."""
     return {
-        "table": "dbgap_document",
         "metadata_source": "gap_exchange",
-        "file": None,
         "file_status": "not_retained",
         "listed_by": f"GapExchange study XML of {study_id}",
     }
@@ -174,7 +183,6 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
     if kind == "variable":
         return {
             "name": detail["name"],
-            "dataset_id": detail["dataset_id"],
             "dataset_name": detail["dataset_name"],
             "type": detail["type"],
             "units": detail["units"],
@@ -182,8 +190,7 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
             "logical_max": detail["logical_max"],
             "collection_interval": detail["collection_interval"],
             "coded_value_count": detail["value_count"],
-            "is_unique_key": detail["is_unique_key"],
-            "has_stats": detail["has_stats"],
+            "is_unique_key": detail["is_unique_key"] or None,  # only a key says so
             "provenance": variable_provenance(detail),
         }
     if kind == "dataset":
@@ -209,7 +216,11 @@ def _kind_fields(kind: str, detail: dict[str, Any], study_id: str) -> dict[str, 
 
 
 def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str, Any]]:
-    """One item per hit: the shared fields, the kind's own fields and provenance."""
+    """One item per hit: the shared fields, the kind's own fields and provenance. Null
+    fields are left out (``is_unique_key`` appears only on a key), and so is a
+    description that only repeats the title; a
+    variable's dataset is ``parent_id`` (its id is ``study_id/parent_id``) and its
+    provenance's ``stats_table`` says whether it has statistics."""
     rows = documents(release, [h.docno for h in hits])
     details = _details(release, kind, [rows[h.docno]["entity_id"] for h in hits])
     studies = study_index(release).by_id
@@ -226,11 +237,11 @@ def result_items(release: Release, kind: str, hits: list[Hit]) -> list[dict[str,
             "study_id": row["study_id"],
             "parent_id": row["parent_id"],
             "title": row["title"],
-            "description": _short(detail["description"]),
+            **without_nulls({"description": _description(detail["description"], row["title"])}),
             "canonical_url": row["canonical_url"],
             **({"synthetic": True} if studies[row["study_id"]].synthetic else {}),
             "scores": hit.scores(),
-            **_kind_fields(kind, detail, row["study_id"]),
+            **without_nulls(_kind_fields(kind, detail, row["study_id"])),
         }
         items.append(to_json_value(item))
     return items

@@ -50,9 +50,7 @@ class VariableParams(Params):
         str,
         Field(
             max_length=100,
-            description="The variable's id from search_dbgap_catalog "
-            "(phs000286.v7.p2/phv00124546.v4.p2) or its accession (phv00124546.v4.p2, "
-            "phv00124546).",
+            description="An id from search_dbgap_catalog or a phv accession.",
         ),
     ]
 
@@ -113,14 +111,17 @@ def coded_values(release: Release, variable_id: str) -> dict[str, Any]:
 
 @tool(
     "get_dbgap_variable",
-    "Get one dbGaP variable: its name, description, type, units, range and comment, "
-    "its dataset and study, its coded values with their labels (and each value's "
-    "count over all subjects where dbGaP's variable report gives one), and its "
-    "summary statistics where present. Call it with a variable id from "
-    "search_dbgap_catalog (or a phv accession) when you need what a code means. Cite "
-    "canonical_url; a variable's documentation does not establish data access.",
+    "Get one dbGaP variable with its coded values and labels (with counts where reported) and its"
+    " statistics. Call it with an id from search_dbgap_catalog (or a phv accession) to learn what"
+    " a code means.",
     VariableParams,
     "dbgap",
+    guide=(
+        "The answer holds name, description, type, units, range and comment, its dataset and "
+        "study, and each coded value's count over all subjects where dbGaP's variable report "
+        "gives one. Cite canonical_url; a variable's documentation does not establish data "
+        "access."
+    ),
 )
 def get_dbgap_variable(release: Release, params: VariableParams) -> dict[str, Any]:
     row, others = find_variable(release, params.variable_id)

@@ -51,7 +51,7 @@ Text = Annotated[str, StringConstraints(max_length=200)]
 MAX_OFFSET = 1_000_000_000
 Offset = Annotated[
     int,
-    Field(ge=0, description=f"Rows to skip (pagination), from 0 (past {MAX_OFFSET:,}: empty)."),
+    Field(ge=0, description="Rows to skip (paging), from 0."),
     clamp(0, MAX_OFFSET),
 ]
 DESCRIPTION_CHARS = 300
@@ -85,11 +85,11 @@ def _page(rows: list[Any], limit: int, offset: int) -> dict[str, Any]:
 
 @tool(
     "get_idc_version",
-    "Call this first for Imaging Data Commons questions: the IDC data release this "
-    "snapshot holds (e.g. v25), its date, and the idc-index-data package version it was "
-    "read from. Cite the IDC version with any IDC answer.",
+    "Call this first for Imaging Data Commons questions: the IDC data release this snapshot holds"
+    " (e.g. v25) and its date. Cite the IDC version with any IDC answer.",
     NoParams,
     GROUP,
+    guide=("It also names the idc-index-data package version the data was read from."),
 )
 def get_idc_version(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -120,9 +120,8 @@ def _breakdown(release: Release, column: str) -> list[dict[str, Any]]:
 
 @tool(
     "get_stats",
-    "Headline counts of Imaging Data Commons: collections, analysis results, patients, "
-    "studies, series, instances, total size, and series counts per modality and per "
-    "license. Call it to size IDC as a whole; use build_cohort for counts of a selection.",
+    "Headline counts of Imaging Data Commons (collections, patients, series, size, per modality "
+    "and license). Call it to size IDC as a whole; use build_cohort for a selection.",
     NoParams,
     GROUP,
 )
@@ -162,24 +161,15 @@ _ELEMENT_MATCH = (
 class ListCollectionsParams(Params):
     cancer_type: Annotated[
         Text | None,
-        Field(
-            description="Keep collections one of whose cancer types contains this text "
-            "(case-insensitive), e.g. 'lung', 'Glioblastoma'."
-        ),
+        Field(description="Cancer type containing this text, e.g. lung."),
     ] = None
     tumor_location: Annotated[
         Text | None,
-        Field(
-            description="Keep collections one of whose tumor locations contains this "
-            "text (case-insensitive), e.g. 'breast', 'brain'."
-        ),
+        Field(description="Tumor location containing this text, e.g. breast."),
     ] = None
     modality: Annotated[
         Text | None,
-        Field(
-            description="Keep collections holding this DICOM modality (case-insensitive "
-            "exact code), e.g. CT, MR, PT, SM, SEG."
-        ),
+        Field(description="A DICOM modality held, e.g. CT, MR, SM."),
     ] = None
     limit: Annotated[int, clamp(1, 100), Field(description="Collections per page, 1..100.")] = 20
     offset: Offset = 0
@@ -212,13 +202,11 @@ def _collection_vocabulary(release: Release, column: str) -> list[str]:
 
 @tool(
     "list_collections",
-    "List Imaging Data Commons collections (datasets), optionally those whose cancer "
-    "types or tumor locations contain a word, or that hold a modality; paged, with the "
-    "total. Call it to find collections for a disease or body site; then call "
-    "get_collection for one collection's details, or build_cohort with a collection_id "
-    "filter for counts of its series.",
+    "List IDC collections, optionally by cancer type, tumor location or modality; paged, with the"
+    " total. Call it to find collections for a disease or body site; then get_collection.",
     ListCollectionsParams,
     GROUP,
+    guide=("build_cohort with a collection_id filter counts a collection's series."),
 )
 def list_collections(release: Release, params: ListCollectionsParams) -> dict[str, Any]:
     require_idc(release)
@@ -323,13 +311,11 @@ def _collection_series(release: Release, collection_id: str) -> dict[str, Any]:
 
 @tool(
     "get_collection",
-    "Get one Imaging Data Commons collection: description, cancer types, tumor "
-    "locations, species, subjects, supporting data, licenses, source DOIs with their "
-    "citation text, patient/study/series counts, size, modalities and the analysis "
-    "results that annotate it. Call it after list_collections or search_idc; then "
-    "build_cohort to select its series or get_citations to cite it.",
+    "Get one IDC collection: description, cancer types, sites, licenses, DOIs with citations, "
+    "counts, size, modalities and analysis results. Call it after list_collections or search_idc.",
     GetCollectionParams,
     GROUP,
+    guide=("Then call build_cohort to select its series or get_citations to cite it."),
 )
 def get_collection(release: Release, params: GetCollectionParams) -> dict[str, Any]:
     require_idc(release)
@@ -378,13 +364,12 @@ class ListAnalysisResultsParams(Params):
 
 @tool(
     "list_analysis_results",
-    "List Imaging Data Commons analysis results: derived datasets (segmentations, "
-    "annotations, radiomics measurements) contributed on top of collections, with their "
-    "DOI, license, modalities, the collections they annotate and their series count. "
-    "Call it to find AI or expert annotations; filter a cohort with analysis_result_id "
-    "in build_cohort.",
+    "List IDC analysis results (segmentations, annotations, radiomics) with DOI, license, "
+    "modalities, annotated collections and series count. Call it to find AI or expert "
+    "annotations.",
     ListAnalysisResultsParams,
     GROUP,
+    guide=("Filter a cohort with analysis_result_id in build_cohort."),
 )
 def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -> dict[str, Any]:
     require_idc(release)
@@ -479,12 +464,14 @@ def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str
 
 @tool(
     "search_idc",
-    "Search Imaging Data Commons collections and analysis results by meaning or keywords "
-    "(disease, organ, modality, trial or dataset name, DOI). Exact ids and DOIs rank "
-    "first. Call it when list_collections' word filters are too narrow; then call "
-    "get_collection or list_analysis_results for details.",
+    "Search IDC collections and analysis results by meaning or keywords (disease, organ, "
+    "modality, trial, DOI). Call it when list_collections' word filters are too narrow.",
     SearchIdcParams,
     GROUP,
+    guide=(
+        "Exact ids and DOIs rank first. Then call get_collection or list_analysis_results for "
+        "details."
+    ),
 )
 def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
     require_idc(release)
@@ -515,12 +502,11 @@ def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
 
 @tool(
     "list_attributes",
-    "List the series attributes Imaging Data Commons cohorts filter on (the columns of "
-    "idc_series, one row per DICOM series) with type and description. Call it before "
-    "build_cohort, then get_attribute_values for an attribute's valid values before "
-    "filtering. A property not in this list may live elsewhere: check list_tables.",
+    "List the series attributes IDC cohorts filter on (columns of idc_series) with type and "
+    "description. Call it before build_cohort, then get_attribute_values.",
     NoParams,
     GROUP,
+    guide=("A property not in this list may live elsewhere: check list_tables."),
 )
 def list_attributes(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -547,21 +533,20 @@ class AttributeValuesParams(Params):
     ] = None
     filters: Annotated[
         Filters | None,
-        Field(
-            description="Count values only among series matching these filters "
-            "(same form as build_cohort's)."
-        ),
+        Field(description="Count only series matching these filters."),
     ] = None
 
 
 @tool(
     "get_attribute_values",
-    "Get the distinct values of one series attribute with their series counts (most "
-    "frequent first; the total number of distinct values is given). Call this before "
-    "filtering so build_cohort uses values that exist, spelled and cased as stored; "
-    "optionally within a selection (filters) or containing a word (contains).",
+    "Get the distinct values of one series attribute with series counts, most frequent first. "
+    "Call it before filtering so build_cohort uses values spelled and cased as stored.",
     AttributeValuesParams,
     GROUP,
+    guide=(
+        "Optionally within a selection (filters) or containing a word (contains); the total "
+        "number of distinct values is given."
+    ),
 )
 def get_attribute_values(release: Release, params: AttributeValuesParams) -> dict[str, Any]:
     require_idc(release)

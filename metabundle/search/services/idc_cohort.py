@@ -82,15 +82,16 @@ class BuildCohortParams(Params):
 
 @tool(
     "build_cohort",
-    "Select Imaging Data Commons series with structured filters (attribute -> values, "
-    "or a {min, max} range for numeric attributes) and get distinct patient, study and "
-    "series counts, instances, total size, breakdowns by modality and collection, and "
-    "a page of series rows, and the download commands. Call list_attributes and "
-    "get_attribute_values first so filters use real attributes and values; heed warnings "
-    "(e.g. a value's case). Then get_cohort_urls for paged links, get_citations and "
-    "get_licenses.",
+    "Select IDC series with filters and get patient, study and series counts, size, breakdowns "
+    "and a page of series. Call list_attributes and get_attribute_values first; heed warnings.",
     BuildCohortParams,
     GROUP,
+    guide=(
+        "Filters map an attribute to a list of values or, for a numeric attribute, a {min, max} "
+        "range. Warnings flag, e.g., a value whose case differs from the stored one. Then call "
+        "get_cohort_urls for paged download manifests, get_citations and get_licenses; the "
+        "answer carries the download commands of the whole selection."
+    ),
 )
 def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
     require_idc(release)
@@ -128,10 +129,8 @@ class LicensesParams(Params):
 
 @tool(
     "get_licenses",
-    "Get the license breakdown (CC BY, CC BY-NC, other terms) of a filtered selection "
-    "of series, or of all of IDC: series, patients and size under each license, with "
-    "the license URL. Call it before recommending data for reuse, and flag "
-    "non-commercial licenses.",
+    "Get the license breakdown (series, patients, size per license, with URL) of a selection or "
+    "of all IDC. Call it before recommending data for reuse; flag non-commercial licenses.",
     LicensesParams,
     GROUP,
 )

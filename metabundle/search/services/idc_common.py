@@ -108,12 +108,10 @@ def page_block(total: int, limit: int, offset: int, returned: int) -> dict[str, 
 
 
 def size_block(size_bytes: int | None) -> dict[str, Any]:
-    """A size in bytes as bytes, MB and GB (decimal units) and a short human string."""
+    """A size in one unit, bytes, and a short human string (decimal units)."""
     size_bytes = int(size_bytes or 0)
     return {
         "bytes": size_bytes,
-        "MB": round(size_bytes / BYTES_PER_MB, 3),
-        "GB": round(size_bytes / BYTES_PER_MB / 1000, 3),
         "human": human_size(size_bytes),
     }
 

@@ -74,16 +74,10 @@ MAX_VALUE_CHARS = 1000
 SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
 BOUND_SCHEMA: dict[str, Any] = {"type": ["number", "string"]}
 FILTER_VALUE_SCHEMA: dict[str, Any] = {
-    "anyOf": [
-        {"type": "array", "items": SCALAR_SCHEMA, "minItems": 1, "maxItems": MAX_VALUES},
-        {
-            "type": "object",
-            "properties": {"min": BOUND_SCHEMA, "max": BOUND_SCHEMA},
-            "additionalProperties": False,
-        },
-        SCALAR_SCHEMA,
-    ]
+    "type": ["array", "object", "string", "number", "null"],
+    "items": SCALAR_SCHEMA,
 }
+"""A list of values, one value or a ``{"min", "max"}`` range (validated by the core)."""
 
 
 @dataclass(frozen=True)
@@ -158,10 +152,9 @@ Filters = Annotated[
     Field(
         max_length=MAX_ATTRIBUTES,
         description=(
-            "Attribute -> list of values (ORed; null = missing) or a {min, max} range "
-            "(numbers; dates YYYY-MM-DD). Attributes from list_attributes and "
-            "list_index_attributes; case-sensitive values from get_attribute_values. "
-            'Example: {"Modality": ["CT"], "SegmentedPropertyType_CodeMeanings": ["Liver"]}.'
+            'Attribute -> list of values (ORed; null = missing) or {"min", "max"} (numbers; '
+            'dates YYYY-MM-DD), e.g. {"Modality": ["CT"]}; attributes from list_attributes '
+            "and list_index_attributes, values from get_attribute_values."
         ),
     ),
 ]

@@ -107,13 +107,17 @@ def _current_version(release: Release) -> int:
 
 @tool(
     "get_cohort_urls",
-    "Get download links for a filtered selection of series, a page at a time: s5cmd "
-    "series prefixes (s3://, gs://) with byte sizes, totals, and the commands that write "
-    "the s5cmd manifest of the whole selection and download it (s5cmd or idc-index's "
-    "`idc download`). Call build_cohort first to check counts and size; idc_version "
-    "gives the manifest as of an earlier IDC release.",
+    "Get download links for a filtered selection of series a page at a time (s5cmd s3:// and "
+    "gs:// series prefixes, sizes, totals) with the commands for the whole selection. Call "
+    "build_cohort first.",
     CohortUrlsParams,
     GROUP,
+    guide=(
+        f"Pages through up to {MAX_SERIES:,} series (limit/offset); every page carries the "
+        "commands that write and download the s5cmd manifest of the whole selection (s5cmd "
+        "or idc-index's `idc download`); idc_version gives the manifest as of an earlier IDC "
+        "release. The buckets are public: no account is needed."
+    ),
 )
 def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any]:
     require_idc(release)
@@ -266,12 +270,11 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
 
 @tool(
     "get_viewer_url",
-    "Get a link that opens a series or a study in the IDC web viewer: SLIM for slide "
-    "microscopy (SM), OHIF v3 for radiology. Call it with a SeriesInstanceUID or "
-    "StudyInstanceUID from build_cohort to let a user look at images; no download or "
-    "account is needed.",
+    "Get a link opening a series or study in the IDC web viewer (SLIM for slides, OHIF for "
+    "radiology). Call it to let a user look at images found with build_cohort.",
     ViewerParams,
     GROUP,
+    guide=("No download or account is needed."),
 )
 def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
     require_idc(release)

@@ -111,14 +111,15 @@ class ExactParams(Params):
 
 @tool(
     "concept_search_exact",
-    "Find OMOP concepts whose name (or, by default, a synonym) equals the query exactly, "
-    "ignoring case: the most precise primitive. Call it first when the user gives a "
-    "clinical term verbatim. Name matches come before synonym matches; non-standard "
-    "concepts are included, so call concept_navigate_to_standard for those with "
-    "standard_concept false. No result: try concept_search_fulltext or embedding_search "
-    "(or concept_ground, which chains them).",
+    "Find OMOP concepts whose name or synonym equals the query, ignoring case. Call it first when"
+    " the user gives a clinical term verbatim.",
     ExactParams,
     GROUP,
+    guide=(
+        "Name matches come before synonym matches; non-standard concepts are included, so call "
+        "concept_navigate_to_standard for those with standard_concept false. No result: try "
+        "concept_search_fulltext or embedding_search (or concept_ground, which chains them)."
+    ),
 )
 def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
@@ -148,17 +149,18 @@ class FulltextParams(ExactParams):
 
 @tool(
     "concept_search_fulltext",
-    "Keyword (BM25) search of OMOP concept names and synonyms, for multi-word terms that "
-    "match no name exactly. Each result has rank (alias ts_rank) in [0, 1]: its BM25 "
-    "score over the best score each query word reaches in any concept (a word no concept "
-    "has counts like the strongest), so 1.0 means every word matched as strongly as "
-    "anywhere; use min_rank to cut weak hits. A "
-    "concept is returned only when a query word occurs in its name (match_source "
-    "'name') or, with include_synonyms, in a synonym ('synonym', matched_synonym "
-    "given). If tsvector_available is false or results are empty, call "
-    "embedding_search; map non-standard results with concept_navigate_to_standard.",
+    "Keyword (BM25) search of OMOP concept names and synonyms. Call it for multi-word terms that "
+    "match no name exactly; map non-standard results with concept_navigate_to_standard.",
     FulltextParams,
     GROUP,
+    guide=(
+        "Each result has rank (alias ts_rank) in [0, 1]: its BM25 score over the best score each "
+        "query word reaches in any concept (a word no concept has counts like the strongest), so "
+        "1.0 means every word matched as strongly as anywhere; use min_rank to cut weak hits. A "
+        "concept is returned only when a query word occurs in its name (match_source 'name') or, "
+        "with include_synonyms, in a synonym ('synonym', matched_synonym given). If "
+        "tsvector_available is false or results are empty, call embedding_search."
+    ),
 )
 def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
@@ -222,14 +224,15 @@ class NavigateParams(Params):
 
 @tool(
     "concept_navigate_to_standard",
-    "Resolve up to 100 concept ids to their standard OMOP concepts in one call, by "
-    "following valid 'Maps to' relationships. Call it after concept_search_exact, "
-    "concept_search_fulltext or embedding_search for results with standard_concept "
-    "false. A standard concept maps to itself (relationship_id 'self'); a concept with "
-    "no valid standard target gets []; ids not in the vocabulary are omitted; input "
-    "order is kept (each id once).",
+    "Resolve up to 100 concept ids to their standard OMOP concepts via 'Maps to'. Call it for "
+    "search results with standard_concept false.",
     NavigateParams,
     GROUP,
+    guide=(
+        "A standard concept maps to itself (relationship_id 'self'); a concept with no valid "
+        "standard target gets []; ids not in the vocabulary are omitted; input order is kept "
+        "(each id once)."
+    ),
 )
 def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
     ids = list(dict.fromkeys(params.concept_ids))
@@ -267,12 +270,14 @@ def code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[st
 
 @tool(
     "concept_map_to_standard",
-    "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its "
-    "standard OMOP concept(s) via 'Maps to'. Use it when the user gives a code; for many "
-    "concept ids at once use concept_navigate_to_standard. The code is matched exactly, "
-    "else ignoring case; not_found (with close codes) when the vocabulary lacks it.",
+    "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its standard OMOP "
+    "concepts. Call it when the user gives a code.",
     MapParams,
     GROUP,
+    guide=(
+        "For many concept ids at once use concept_navigate_to_standard. The code is matched "
+        "exactly, else ignoring case; not_found (with close codes) when the vocabulary lacks it."
+    ),
 )
 def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, Any]:
     vocabulary_id = canonical_vocabulary(release, params.vocabulary_id)
@@ -315,14 +320,15 @@ class EmbeddingParams(Params):
 
 @tool(
     "embedding_search",
-    "Semantic search of OMOP concepts: nearest concepts to the query's meaning by "
-    "embedding similarity, for lay wording, paraphrases and abbreviations that share no "
-    "word with the concept name (e.g. 'heart attack'). Each result has similarity "
-    "(cosine, not a probability). Fails with embeddings_unavailable when the release or "
-    "server has no query embeddings: then use concept_search_fulltext. Map non-standard "
-    "results with concept_navigate_to_standard.",
+    "Semantic search of OMOP concepts by embedding similarity. Call it for lay wording or "
+    "paraphrases that share no word with the concept name (e.g. 'heart attack').",
     EmbeddingParams,
     GROUP,
+    guide=(
+        "Each result has similarity (cosine, not a probability). Fails with "
+        "embeddings_unavailable when the release or server has no query embeddings: then use "
+        "concept_search_fulltext. Map non-standard results with concept_navigate_to_standard."
+    ),
 )
 def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
     flt = _filter(
@@ -360,16 +366,14 @@ class GroundParams(Params):
         str | None,
         Field(
             max_length=64,
-            description="Only match concepts of this vocabulary (results are still "
-            "standard concepts, reached by 'Maps to'), e.g. ICD10CM.",
+            description="Match only this vocabulary (results are still standard), e.g. ICD10CM.",
         ),
     ] = None
     parent_ids: Annotated[
         list[ConceptId] | None,
         Field(
             max_length=MAX_PARENT_IDS,
-            description="Results must be one of these concepts or descend from one "
-            f"(omop_concept_ancestor); at most {MAX_PARENT_IDS}.",
+            description="Keep results under these concepts (at most 20).",
         ),
     ] = None
     include_non_standard: Annotated[
@@ -380,18 +384,19 @@ class GroundParams(Params):
 
 @tool(
     "concept_ground",
-    "Ground free text to standard OMOP concepts in one call: tries exact name/synonym/"
-    "code match, then full-text, then embeddings, then (with a domain or vocabulary) "
-    "substring match, stopping at the first tier with results. Non-standard matches "
-    "are mapped to standard via 'Maps to'. Each result has a score (meaning depends on "
-    "the tier) and an explanation (tier, matched concept, mapping path); 'tiers' shows "
-    "what ran; match_kind and grounding_explanation say how each matched, and "
-    "include_non_standard lists unmapped matches, flagged. Use parent_ids to keep only "
-    "descendants of given concepts. Call "
-    "concept_get on a result for its hierarchy; use the primitives (concept_search_exact "
-    "and friends) to control the strategy yourself.",
+    "Ground free text to standard OMOP concepts in one call (exact, then full-text, then "
+    "embeddings). Call it when you want a concept and not the search strategy.",
     GroundParams,
     GROUP,
+    guide=(
+        "With a domain or vocabulary a substring tier follows; it stops at the first tier with "
+        "results. Non-standard matches are mapped to standard via 'Maps to'. Each result has a "
+        "score (its meaning depends on the tier) and an explanation (tier, matched concept, "
+        "mapping path); 'tiers' shows what ran; match_kind and grounding_explanation say how "
+        "each matched, and include_non_standard lists unmapped matches, flagged. Use parent_ids to keep only descendants of given "
+        "concepts. Call concept_get on a result for its hierarchy; use the primitives "
+        "(concept_search_exact and friends) to control the strategy yourself."
+    ),
 )
 def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
     parent_ids = tuple(dict.fromkeys(params.parent_ids or ()))
@@ -492,14 +497,15 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
 
 @tool(
     "concept_get",
-    "Get one OMOP concept by concept_id with its validity dates, synonyms, "
-    "relationships (e.g. 'Maps to', 'Is a'; counted per kind), ancestors and "
-    "descendants (omop_concept_ancestor, with levels of separation). Every list is "
-    "capped by max_related and gives its total. Call it to inspect a search or "
-    "grounding result, or to walk the hierarchy; related concepts missing from this "
-    "release have in_release false and no name.",
+    "Get one OMOP concept with its synonyms, relationships, ancestors and descendants (each "
+    "capped, with totals). Call it to inspect a search or grounding result or walk the hierarchy.",
     GetParams,
     GROUP,
+    guide=(
+        "Relationships are counted per kind (e.g. 'Maps to', 'Is a'); ancestors and descendants "
+        "come from omop_concept_ancestor with levels of separation; related concepts missing from"
+        " this release have in_release false and no name."
+    ),
 )
 def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
     rows = release.query_dicts(

@@ -41,6 +41,7 @@ from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import (
     SELF,
     ConceptFilter,
+    athena_url,
     concept_item,
     descending_from,
     to_standard,
@@ -122,6 +123,9 @@ class Grounded:
         }
 
     def explanation(self) -> dict[str, Any]:
+        """How the result was reached; ``matched_concept`` is the matched concept in
+        full when a mapping led from it to the result, else (the result itself) its id and
+        Athena page."""
         matched = self.match.row
         summary = (
             f"{TIER_WORDING[self.tier]} on {_matched_on(self.match)} of {matched['vocabulary_id']} "
@@ -137,7 +141,14 @@ class Grounded:
             "tier": self.tier,
             "summary": summary,
             "matched_concept": {
-                **concept_item(matched),
+                **(
+                    {
+                        "concept_id": int(matched["concept_id"]),
+                        "athena_url": athena_url(matched["concept_id"]),
+                    }
+                    if self.relationship_id == SELF
+                    else concept_item(matched)
+                ),
                 "match_source": self.match.match_source,
                 "matched_synonym": self.match.matched_synonym,
             },

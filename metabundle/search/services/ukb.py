@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import Field, StringConstraints
 
 from metabundle.search.errors import invalid, not_found
+from metabundle.search.jsonsafe import without_nulls
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import UKB_FIELDS
@@ -33,7 +34,7 @@ from metabundle.search.tools import tool
 GROUP = "ukb"
 SHOWCASE = "https://biobank.ndph.ox.ac.uk/ukb/"
 FIELD_DOCS = "source = 'ukb' AND kind = 'field'"
-SEARCH_NOTES_CHARS = 400
+SEARCH_NOTES_CHARS = 160
 DEFAULT_VALUES = 50
 MAX_VALUES = 200
 MAX_TOP_LEVEL = 30
@@ -137,10 +138,7 @@ class SearchUkbFieldsParams(Params):
     query: Query
     method: Annotated[
         Method,
-        Field(
-            description="hybrid (default: 0.6 keyword + 0.4 semantic, with exact id and "
-            "alias boosts), keyword (BM25 with the same boosts) or semantic (embeddings only)."
-        ),
+        Field(description="hybrid (default), keyword or semantic; ids and aliases are boosted."),
     ] = "hybrid"
     limit: Annotated[int, clamp(1, 20), Field(description="Fields to return, 1..20.")] = 10
     explain: Explain = False
@@ -166,42 +164,46 @@ def hit_scores(hit: Hit) -> dict[str, Any]:
 
 
 def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
+    """One search hit; null fields (a field without a coding has no encoding fields)
+    are left out."""
     notes, cut = truncate(plain_text(row["notes"]), SEARCH_NOTES_CHARS)
     encoded = bool(row["encoding_id"])
-    return {
-        "source": "ukb",
-        "kind": "field",
-        "id": int(row["field_id"]),
-        "title": row["title"],
-        "notes": notes,
-        "notes_truncated": cut,
-        "units": row["units"],
-        "value_type": row["value_type_label"],
-        "item_type": row["item_type_label"],
-        "participants": row["num_participants"],
-        "category_id": row["main_category"],
-        "category_path": row["category_path"] or row["category_title"],
-        "encoding_id": row["encoding_id"] if encoded else None,
-        "encoding_title": row["encoding_title"] if encoded else None,
-        "canonical_url": showcase_url(row["canonical_url"]),
-        "category_url": showcase_url(row["category_url"]),
-        "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
-        "scores": scores,
-    }
+    return without_nulls(
+        {
+            "source": "ukb",
+            "kind": "field",
+            "id": int(row["field_id"]),
+            "title": row["title"],
+            "notes": notes,
+            "notes_truncated": cut,
+            "units": row["units"],
+            "value_type": row["value_type_label"],
+            "item_type": row["item_type_label"],
+            "participants": row["num_participants"],
+            "category_id": row["main_category"],
+            "category_path": row["category_path"] or row["category_title"],
+            "encoding_id": row["encoding_id"] if encoded else None,
+            "encoding_title": row["encoding_title"] if encoded else None,
+            "canonical_url": showcase_url(row["canonical_url"]),
+            "category_url": showcase_url(row["category_url"]),
+            "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
+            "scores": without_nulls(scores),
+        }
+    )
 
 
 @tool(
     "search_ukb_fields",
-    "Find UK Biobank Showcase data-fields for a concept, measurement or question "
-    "(e.g. 'how much alcohol do participants drink', 'systolic blood pressure'), or "
-    "resolve a field id or extract column name (21001, f.21001.0.0, 21001-0.0, "
-    "p21001_i0, f21001): exact ids and aliases rank first. Use this, not the dbGaP "
-    "tools, for UK Biobank (it is not a dbGaP study). Then call get_ukb_field with a "
-    "result's id for its codings, instances, category and aliases; cite canonical_url "
-    "and keep field ids exact. For coding values (an ICD-10 code, a medication) use "
-    "search_all with sources=['ukb'] and kinds=['encoding_value'].",
+    "Find UK Biobank Showcase fields for a concept, measurement or question, or resolve a field "
+    "id or column name (21001, p21001_i0). Call it for any UK Biobank question; then "
+    "get_ukb_field.",
     SearchUkbFieldsParams,
     GROUP,
+    guide=(
+        "Exact ids and aliases rank first. UK Biobank is not a dbGaP study: do not use the dbGaP "
+        "tools for it. Cite canonical_url and keep field ids exact. For coding values (an ICD-10 "
+        "code, a medication) use search_all with sources=['ukb'] and kinds=['encoding_value']."
+    ),
 )
 def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[str, Any]:
     hits, retrieval = rank(
@@ -555,14 +557,14 @@ def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
 
 @tool(
     "get_ukb_field",
-    "Get one UK Biobank Showcase data-field by id (or extract column name such as "
-    "p21001_i0): decoded properties (value type, item type, strata, units), instances "
-    "and array ranges, its coding with the first values and their total (tree codings "
-    "such as ICD-10 show each value's parent), its category path with Showcase pages, "
-    "and every alias form. Call it after search_ukb_fields; cite canonical_url. For all "
-    "values of a large coding use run_sql on ukb_encoding_value.",
+    "Get one UK Biobank field by id or column name: properties, instances, coding with its first "
+    "values, category path and aliases. Call it after search_ukb_fields; cite canonical_url.",
     GetUkbFieldParams,
     GROUP,
+    guide=(
+        "Tree codings such as ICD-10 show each value's parent. For all values of a large coding "
+        "use run_sql on ukb_encoding_value."
+    ),
 )
 def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]:
     field_id, resolution = resolve_field_id(release, params.field_id)
