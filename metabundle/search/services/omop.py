@@ -394,7 +394,8 @@ class GroundParams(Params):
         "score (its meaning depends on the tier) and an explanation (tier, matched concept, "
         "mapping path); 'tiers' shows what ran; match_kind and grounding_explanation say how "
         "each matched, and include_non_standard lists unmapped matches, flagged. Use "
-        "parent_ids to keep only descendants of given concepts. Call concept_get on a result for its hierarchy; use the primitives "
+        "parent_ids to keep only descendants of given concepts. Call concept_get on a result "
+        "for its hierarchy; use the primitives "
         "(concept_search_exact and friends) to control the strategy yourself."
     ),
 )
