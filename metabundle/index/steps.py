@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from metabundle.config import BuildSettings, env
 from metabundle.db import connect
+from metabundle.errors import ConfigError
 from metabundle.index.ann import build_ann_index, save_vectors
 from metabundle.index.embed import (
     CacheStats,
@@ -268,10 +269,12 @@ class EmbeddingShard:
 
 def shard_texts() -> int:
     """Distinct texts per shard: ``METABUNDLE_EMBED_SHARD_TEXTS`` or the default."""
-    value = int(env("EMBED_SHARD_TEXTS", str(DEFAULT_SHARD_TEXTS)) or DEFAULT_SHARD_TEXTS)
-    if value < 1:
-        raise ValueError("METABUNDLE_EMBED_SHARD_TEXTS must be a positive number of texts")
-    return value
+    value = env("EMBED_SHARD_TEXTS", str(DEFAULT_SHARD_TEXTS)) or str(DEFAULT_SHARD_TEXTS)
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ConfigError(
+            f"METABUNDLE_EMBED_SHARD_TEXTS must be a positive whole number, not {value!r}"
+        )
+    return int(value)
 
 
 def _embeddings_key(docs: SearchStage, embedder: Embedder) -> str:

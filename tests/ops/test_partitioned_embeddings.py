@@ -27,8 +27,15 @@ import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, reconstructable
 
 from metabundle.db import connect
+from metabundle.errors import ConfigError
 from metabundle.index.embed import EmbeddingCache, get_embedder, normalize_text
-from metabundle.index.steps import EmbeddingShard, SearchStage, build_embeddings, embed_shard
+from metabundle.index.steps import (
+    EmbeddingShard,
+    SearchStage,
+    build_embeddings,
+    embed_shard,
+    shard_texts,
+)
 from metabundle.pipeline.resources import BuildConfig
 from metabundle.pipeline.run import release_build_job
 from tests.support.build import Build
@@ -179,3 +186,10 @@ def test_a_killed_shard_resumes_without_re_embedding(
     stats = embed_shard(settings, shard, lambda _: None)
     assert stats["unique"] == 200
     assert stats["cached"] == kept and stats["embedded"] == 200 - kept
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1e3"])
+def test_a_bad_shard_size_is_one_sentence(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("METABUNDLE_EMBED_SHARD_TEXTS", value)
+    with pytest.raises(ConfigError, match=r"^METABUNDLE_EMBED_SHARD_TEXTS must be a positive"):
+        shard_texts()
