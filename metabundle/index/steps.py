@@ -245,10 +245,10 @@ def keyword_macros() -> list[str]:
 
 #: Distinct texts per embedding shard (``METABUNDLE_EMBED_SHARD_TEXTS``).
 DEFAULT_SHARD_TEXTS = 50_000
-# Python's normalize_text as SQL: runs of (Unicode) whitespace become one space
-_NORMALIZED_TEXT = (
+#: :func:`~metabundle.index.embed.normalize_text` as SQL over a search_doc row.
+NORMALIZED_TEXT_SQL = (
     "trim(regexp_replace(coalesce(nullif(embed_text, ''), title), "
-    "'[\\s\\p{Z}\\x{85}\\x{1c}-\\x{1f}]+', ' ', 'g'))"
+    "'[\\s\\p{Z}\\x{0b}\\x{85}\\x{1c}-\\x{1f}]+', ' ', 'g'))"
 )
 
 
@@ -307,7 +307,7 @@ def plan_embedding_shards(
                 f"""
                 COPY (
                     WITH texts AS (
-                        SELECT {_NORMALIZED_TEXT} AS text, min_by(source, docno) AS source,
+                        SELECT {NORMALIZED_TEXT_SQL} AS text, min_by(source, docno) AS source,
                                min(docno) AS first_docno
                         FROM read_parquet('{docs.table("search_doc")}') GROUP BY ALL
                     )

@@ -30,6 +30,7 @@ from metabundle.db import connect
 from metabundle.errors import ConfigError
 from metabundle.index.embed import EmbeddingCache, get_embedder, normalize_text
 from metabundle.index.steps import (
+    NORMALIZED_TEXT_SQL,
     EmbeddingShard,
     SearchStage,
     build_embeddings,
@@ -193,3 +194,12 @@ def test_a_bad_shard_size_is_one_sentence(value: str, monkeypatch: pytest.Monkey
     monkeypatch.setenv("METABUNDLE_EMBED_SHARD_TEXTS", value)
     with pytest.raises(ConfigError, match=r"^METABUNDLE_EMBED_SHARD_TEXTS must be a positive"):
         shard_texts()
+
+
+def test_the_plan_normalizes_whitespace_as_the_cache_does() -> None:
+    spaces = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+    texts = [f"{space}a{space}{space}b{space}" for space in spaces] + ["  plain\t text "]
+    with connect() as con:
+        sql = f"SELECT {NORMALIZED_TEXT_SQL} FROM (SELECT ?::VARCHAR AS embed_text, NULL AS title)"
+        got = [con.execute(sql, [text]).fetchall()[0][0] for text in texts]
+    assert got == [normalize_text(text) for text in texts]
