@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 from metabundle.config import BuildSettings, env
 from metabundle.db import connect
+from metabundle.errors import ConfigError
 from metabundle.index.ann import build_ann_index, save_vectors
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
@@ -254,10 +255,10 @@ def keyword_macros() -> list[str]:
 
 #: Distinct texts per embedding shard (``METABUNDLE_EMBED_SHARD_TEXTS``).
 DEFAULT_SHARD_TEXTS = 50_000
-# Python's normalize_text as SQL: runs of (Unicode) whitespace become one space
-_NORMALIZED_TEXT = (
+#: :func:`~metabundle.index.embed.normalize_text` as SQL over a search_doc row.
+NORMALIZED_TEXT_SQL = (
     "trim(regexp_replace(coalesce(nullif(embed_text, ''), title), "
-    "'[\\s\\p{Z}\\x{85}\\x{1c}-\\x{1f}]+', ' ', 'g'))"
+    "'[\\s\\p{Z}\\x{0b}\\x{85}\\x{1c}-\\x{1f}]+', ' ', 'g'))"
 )
 
 
@@ -278,10 +279,12 @@ class EmbeddingShard:
 
 def shard_texts() -> int:
     """Distinct texts per shard: ``METABUNDLE_EMBED_SHARD_TEXTS`` or the default."""
-    value = int(env("EMBED_SHARD_TEXTS", str(DEFAULT_SHARD_TEXTS)) or DEFAULT_SHARD_TEXTS)
-    if value < 1:
-        raise ValueError("METABUNDLE_EMBED_SHARD_TEXTS must be a positive number of texts")
-    return value
+    value = env("EMBED_SHARD_TEXTS", str(DEFAULT_SHARD_TEXTS)) or str(DEFAULT_SHARD_TEXTS)
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ConfigError(
+            f"METABUNDLE_EMBED_SHARD_TEXTS must be a positive whole number, not {value!r}"
+        )
+    return int(value)
 
 
 def _embeddings_key(docs: SearchStage, embedder: Embedder) -> str:
@@ -314,7 +317,7 @@ def plan_embedding_shards(
                 f"""
                 COPY (
                     WITH texts AS (
-                        SELECT {_NORMALIZED_TEXT} AS text, min_by(source, docno) AS source,
+                        SELECT {NORMALIZED_TEXT_SQL} AS text, min_by(source, docno) AS source,
                                min(docno) AS first_docno
                         FROM read_parquet('{docs.table("search_doc")}') GROUP BY ALL
                     )

@@ -27,8 +27,16 @@ import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, reconstructable
 
 from metabundle.db import connect
+from metabundle.errors import ConfigError
 from metabundle.index.embed import EmbeddingCache, get_embedder, normalize_text
-from metabundle.index.steps import EmbeddingShard, SearchStage, build_embeddings, embed_shard
+from metabundle.index.steps import (
+    NORMALIZED_TEXT_SQL,
+    EmbeddingShard,
+    SearchStage,
+    build_embeddings,
+    embed_shard,
+    shard_texts,
+)
 from metabundle.pipeline.resources import BuildConfig
 from metabundle.pipeline.run import release_build_job
 from tests.support.build import Build
@@ -179,3 +187,19 @@ def test_a_killed_shard_resumes_without_re_embedding(
     stats = embed_shard(settings, shard, lambda _: None)
     assert stats["unique"] == 200
     assert stats["cached"] == kept and stats["embedded"] == 200 - kept
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1e3"])
+def test_a_bad_shard_size_is_one_sentence(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("METABUNDLE_EMBED_SHARD_TEXTS", value)
+    with pytest.raises(ConfigError, match=r"^METABUNDLE_EMBED_SHARD_TEXTS must be a positive"):
+        shard_texts()
+
+
+def test_the_plan_normalizes_whitespace_as_the_cache_does() -> None:
+    spaces = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+    texts = [f"{space}a{space}{space}b{space}" for space in spaces] + ["  plain\t text "]
+    with connect() as con:
+        sql = f"SELECT {NORMALIZED_TEXT_SQL} FROM (SELECT ?::VARCHAR AS embed_text, NULL AS title)"
+        got = [con.execute(sql, [text]).fetchall()[0][0] for text in texts]
+    assert got == [normalize_text(text) for text in texts]
