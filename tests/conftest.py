@@ -1,5 +1,10 @@
 """Shared fixtures: the offline mirror served over loopback HTTP, and one real build
-of every source from it for the whole session."""
+of every source from it for the whole session.
+
+The served mirror is ``../shared/upstream`` plus the Imaging Data Commons files the
+mirror lacks (the specialized indices and a clinical table), GENERATED from the
+``idc-index-data`` package's own schema JSON (``tests.support.idc_generated``), with
+:data:`OMITTED_IDC_INDEX` left out so every build also shows a missing index."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from datasette.app import Datasette
 from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.search.release import Release
 from tests.support.build import Build, build_release, share_embedding_cache
+from tests.support.mirrors import ServedMirror, served_mirror_at
 from tests.support.servers import serve_directory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,9 +40,15 @@ def upstream_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def mirror_url(upstream_dir: Path) -> Iterator[str]:
+def served_mirror(upstream_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> ServedMirror:
+    """The session's mirror folder (:func:`tests.support.mirrors.served_mirror_at`)."""
+    return served_mirror_at(upstream_dir, tmp_path_factory.mktemp("mirror"))
+
+
+@pytest.fixture(scope="session")
+def mirror_url(served_mirror: ServedMirror) -> Iterator[str]:
     """Base URL of the mirror served on 127.0.0.1 for the whole session."""
-    with serve_directory(upstream_dir) as url:
+    with serve_directory(served_mirror.root) as url:
         yield url
 
 

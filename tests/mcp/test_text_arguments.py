@@ -25,6 +25,7 @@ from metabundle.search.params import ARRAY_FORMS, OBJECT_FORMS, parameters_schem
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
 from tests.support.cli import clean_env, metabundle_command
+from tests.support.idc_generated import CLINICAL_TABLE
 
 pytestmark = pytest.mark.anyio
 
@@ -76,21 +77,12 @@ def list_form_calls(release: Release) -> dict[str, dict[str, Any]]:
         "get_citations": {"filters": CT, "limit": 3},
         "get_licenses": {"filters": CT},
         "get_cohort_urls": {"filters": {"Modality": ["US"], "collection_id": ["cptac_pda"]}},
-        "get_clinical_values": {"table": "nlst_prsn", "columns": ["pid"], "filters": CT},
+        "get_clinical_values": {
+            "table": CLINICAL_TABLE,
+            "columns": ["stage", "survival_days"],
+            "filters": CT,
+        },
     }
-
-
-def without_data(release: Release) -> set[str]:
-    """Tools whose data the release lacks (the shared build's mirror holds no IDC clinical
-    tables): every form of their arguments must get the same refusal, after the text
-    forms are decoded."""
-    clinical = (
-        release.has_table("idc_clinical_value")
-        and release.query(
-            "SELECT count(*) FROM idc_clinical_value WHERE short_table_name = 'nlst_prsn'"
-        )[0][0]
-    )
-    return set() if clinical else {"get_clinical_values"}
 
 
 def stdio_transport(release_path: Path) -> StdioTransport:
@@ -138,19 +130,18 @@ async def test_text_arguments_over_stdio_answer_as_lists_and_objects(
 ) -> None:
     transport = stdio_transport(release_path)
     calls = list_form_calls(release)
-    refused = without_data(release)
     async with Client(transport) as client:
         for tool, arguments in calls.items():
             reference = await client.call_tool_mcp(tool, arguments)
             expected = json.loads(reference.content[0].text)
-            assert reference.is_error == (tool in refused), (tool, expected)
+            assert not reference.is_error, (tool, expected)
             assert expected == json.loads(json.dumps(call_tool(release, tool, arguments)))
             for name, value in arguments.items():
                 if not isinstance(value, list | dict):
                     continue
                 for text in text_forms(value):
                     result = await client.call_tool_mcp(tool, {**arguments, name: text})
-                    assert result.is_error == (tool in refused), (tool, name, text)
+                    assert not result.is_error, (tool, name, text, result.content[0].text)
                     assert json.loads(result.content[0].text) == expected, (tool, name, text)
 
 

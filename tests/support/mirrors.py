@@ -1,11 +1,34 @@
-"""Writable copies of parts of the read-only upstream mirror, and the edits tests make
-to them (a truncated file, a renamed column, one changed record)."""
+"""Writable copies of parts of the read-only upstream mirror, the edits tests make to
+them (a truncated file, a renamed column, one changed record), and the mirror the
+session serves (the upstream linked, plus generated Imaging Data Commons files)."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.idc_generated import write_generated_mirror
+
+OMITTED_IDC_INDEX = "ann_group_index"
+"""The one specialized IDC index the served mirror leaves out."""
+
+
+@dataclass(frozen=True)
+class ServedMirror:
+    """The folder the session's mirror server serves and the generated IDC files in it."""
+
+    root: Path
+    generated: dict[str, Path]
+
+
+def served_mirror_at(upstream: Path, root: Path) -> ServedMirror:
+    """``upstream`` linked (never copied) into ``root``, with the IDC files the mirror
+    lacks GENERATED beside it from the package's schemas (but :data:`OMITTED_IDC_INDEX`)."""
+    for entry in upstream.iterdir():
+        (root / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    return ServedMirror(root, write_generated_mirror(root, omit=(OMITTED_IDC_INDEX,)))
 
 
 def writable_copy(upstream: Path, root: Path, parts: Iterable[str]) -> Path:

@@ -2,9 +2,9 @@
 clinical tables fetched from a mirror, the tools over them, manifests for a cohort of
 any size, citations in every format, date ranges, viewer links and earlier versions.
 
-One small ``--sources idc`` build for the module: its upstream is a loopback mirror
-of tables GENERATED from the package's own schema JSON (``tests.support.idc_generated``),
-with ``ann_group_index`` left out so the build also shows a missing index. Golden
+The session build reads them from its loopback mirror, where they are tables GENERATED
+from the package's own schema JSON (``tests.support.idc_generated``), with one index
+left out so the build also shows a missing index (``tests/conftest.py``). Golden
 values come from DuckDB over the package's and the generated Parquet files, never
 from the release.
 """
@@ -12,7 +12,6 @@ from the release.
 from __future__ import annotations
 
 import json
-import os
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,12 +32,13 @@ from metabundle.search.release import Release
 from metabundle.search.services.idc_filters import compile_filters
 from metabundle.search.services.idc_manifest import manifest_lines, scope
 from metabundle.search.tools import call_tool
-from tests.support.build import Build, build_release, share_embedding_cache
+from tests.support.build import Build
 from tests.support.cli import run_cli
-from tests.support.idc_generated import CLINICAL_TABLE, write_generated_mirror
+from tests.support.idc_generated import CLINICAL_TABLE
+from tests.support.mirrors import OMITTED_IDC_INDEX as OMITTED
+from tests.support.mirrors import ServedMirror
 from tests.support.servers import serve_directory
 
-OMITTED = "ann_group_index"
 SERIES = str(idc_index_data.IDC_INDEX_PARQUET_FILEPATH)
 PRIOR = str(idc_index_data.PRIOR_VERSIONS_INDEX_PARQUET_FILEPATH)
 BREAST_MR = {"Modality": ["MR"], "BodyPartExamined": ["BREAST"]}
@@ -52,37 +52,19 @@ def ok(release: Release, name: str, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
-    root = tmp_path_factory.mktemp("idc-mirror")
-    return root, write_generated_mirror(root, omit=(OMITTED,))
+def idc(release: Release) -> Release:
+    """The session build: its mirror serves the generated indices (``tests/conftest.py``)."""
+    return release
 
 
 @pytest.fixture(scope="module")
-def idc_build(
-    tmp_path_factory: pytest.TempPathFactory,
-    generated: tuple[Path, dict[str, Path]],
-    mirror_build: Build,
-) -> Build:
-    """``metabundle build --sources idc`` from the generated mirror over loopback."""
-    reuse = os.environ.get("METABUNDLE_TEST_IDC_BUILD")
-    if reuse:  # a developer's earlier build of the same generated mirror
-        out = Path(reuse).resolve()
-        return Build(out, out / "cache", (out / "current").resolve(), "", "")
-    root = tmp_path_factory.mktemp("idc-build")
-    share_embedding_cache(mirror_build, root / "cache")
-    with serve_directory(generated[0]) as url:
-        return build_release(root / "out", root / "cache", url, "idc")
+def idc_build(mirror_build: Build) -> Build:
+    return mirror_build
 
 
 @pytest.fixture(scope="module")
-def idc(idc_build: Build) -> Iterator[Release]:
-    with Release.open(idc_build.release) as opened:
-        yield opened
-
-
-@pytest.fixture(scope="module")
-def files(generated: tuple[Path, dict[str, Path]]) -> dict[str, Path]:
-    return generated[1]
+def files(served_mirror: ServedMirror) -> dict[str, Path]:
+    return served_mirror.generated
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +97,9 @@ def test_each_fetched_index_loads_with_the_package_schema(
     assert clinical == 2 * pq.ParquetFile(files[CLINICAL_TABLE]).metadata.num_rows
 
 
-def test_the_coverage_names_the_index_the_build_could_not_fetch(idc: Release) -> None:
+def test_a_build_without_an_index_succeeds_and_names_it_missing(idc: Release) -> None:
     coverage = idc.manifest["coverage"]["sources"]["idc"]
+    assert coverage["complete"] is False
     assert coverage["counts"]["indices_missing"] == [OMITTED]
     assert OMITTED in coverage["left_out"][0]["what"]
     assert "metabundle mirror" in coverage["left_out"][0]["remedy"]
@@ -125,22 +108,10 @@ def test_the_coverage_names_the_index_the_build_could_not_fetch(idc: Release) ->
     assert refused["error"]["details"]["reason"] == "not_in_release"
 
 
-def test_a_build_without_the_indices_succeeds_and_reports_them_missing(release: Release) -> None:
-    """The shared build's mirror holds none of them."""
-    coverage = release.manifest["coverage"]["sources"]["idc"]
-    assert coverage["complete"] is False
-    assert set(coverage["counts"]["indices_missing"]) == set(unshipped_indices())
-    assert release.query("SELECT count(*) FROM idc_seg_index")[0][0] == 0
-    answer = call_tool(
-        release, "get_attribute_values", {"attribute": "SegmentedPropertyType_CodeMeanings"}
-    )
-    assert answer["error"]["details"]["reason"] == "not_in_release"
-
-
 def test_mirror_copies_the_fetched_files_in_their_layout(
-    generated: tuple[Path, dict[str, Path]], tmp_path: Path
+    served_mirror: ServedMirror, tmp_path: Path
 ) -> None:
-    root, written = generated
+    root, written = served_mirror.root, served_mirror.generated
     with serve_directory(root) as url:
         result = run_cli(
             "mirror", "--to", str(tmp_path / "copy"), "--sources", "idc", "--upstream", url,
