@@ -140,11 +140,13 @@ def _relationships(
     second = np.concatenate(
         [standard[rng.integers(0, len(standard), maps)], ids[rng.integers(0, len(ids), other)]]
     )
+    reverse_of = _reverse_relationships()
     kinds: pl.Series = pools["relationships"]
+    kinds = kinds.filter(~kinds.is_in(["Maps to", "Mapped from"]))
     kind = pl.concat(
         [pl.repeat("Maps to", maps, eager=True), kinds.gather(rng.integers(0, len(kinds), other))]
     )
-    reverse = kind.replace({"Maps to": "Mapped from"}).alias("reverse")
+    reverse = kind.replace(reverse_of).alias("reverse")
     frame = pl.DataFrame({"a": first, "b": second, "kind": kind, "reverse": reverse})
     both = pl.concat(
         [
@@ -158,6 +160,16 @@ def _relationships(
         VALID_END_DATE=pl.repeat(FAR_FUTURE, rows, eager=True),
         INVALID_REASON=pl.repeat(None, rows, dtype=pl.String, eager=True),
     )
+
+
+def _reverse_relationships() -> dict[str, str]:
+    """Each relationship id's reverse, from the mirror's RELATIONSHIP table."""
+    frames = [
+        pl.read_csv(p, separator="\t", quote_char=None, infer_schema=False)
+        for p in sorted(mirror_omop_dir().glob("*/RELATIONSHIP.csv"))
+    ]
+    table = pl.concat(frames).unique("RELATIONSHIP_ID")
+    return dict(zip(table["RELATIONSHIP_ID"], table["REVERSE_RELATIONSHIP_ID"], strict=True))
 
 
 def _ancestors(rng: np.random.Generator, total: int, hierarchical: np.ndarray) -> pl.DataFrame:

@@ -163,7 +163,8 @@ def _register(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Path]) -> Non
 
 def curated_links(con: duckdb.DuckDBPyConnection, tables: Mapping[str, Path]) -> str:
     """SQL of the curated links among ``tables`` (staged parquet files by name),
-    registered as views on ``con``; ``standard_of`` is created."""
+    registered as views on ``con`` ("" when no source has any); ``standard_of`` is
+    created."""
     _register(con, tables)
     con.execute(STANDARD_OF_SQL)
     parts = []
@@ -295,9 +296,11 @@ def crosswalk_table(
     ann_path: Path | None,
 ) -> tuple[duckdb.DuckDBPyRelation, dict[str, Any]]:
     """Every link (table ``crosswalk`` on ``con``) and the coverage block."""
-    curated = curated_links(con, tables)
+    empty = pa.Table.from_pylist([], schema=arrow_schema(get_table("concept_crosswalk")))
+    con.register("no_link", empty)
+    curated = curated_links(con, tables) or f"SELECT {CROSSWALK_COLUMNS} FROM no_link"
     con.execute(f"CREATE TEMP TABLE curated AS SELECT DISTINCT * FROM ({curated})")
-    similar = pa.Table.from_pylist([], schema=arrow_schema(get_table("concept_crosswalk")))
+    similar = empty
     if vectors is not None and ann_path is not None:
         similar = similarity_links(con, search_doc, vectors, ann_path, "curated")
     con.register("similarity_link", similar)

@@ -35,7 +35,7 @@ def coverage_lines(coverage: dict[str, Any] | None) -> list[str]:
     lines = [headline]
     for name, block in sorted(coverage["sources"].items()):
         lines += source_lines(name, block)
-    if coverage.get("crosswalk"):
+    if (coverage.get("crosswalk") or {}).get("sources"):
         lines.append(crosswalk_line(coverage["crosswalk"]))
     return lines
 

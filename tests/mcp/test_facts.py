@@ -227,6 +227,7 @@ OMOP_CALLS = [
         },
     ),
     ("embedding_neighbours", {"concept_id": 201826, "limit": 5}),
+    ("concept_crosswalk", {"concept_id": 201826, "limit": 5}),
 ]
 
 

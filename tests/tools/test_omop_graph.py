@@ -20,6 +20,7 @@ from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import ATHENA_TERMS
 from metabundle.search.tools import call_tool
 from tests.tools.test_omop_tools import (
+    CONCEPT_FIELDS,
     CONCUSSION,
     CONCUSSION_LOC,
     CONCUSSION_NO_LOC,
@@ -29,18 +30,6 @@ from tests.tools.test_omop_tools import (
     call,
     error_of,
 )
-
-CONCEPT_KEYS = {
-    "concept_id",
-    "concept_name",
-    "concept_code",
-    "vocabulary_id",
-    "domain_id",
-    "concept_class_id",
-    "standard_concept",
-    "invalid_reason",
-    "athena_url",
-}
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +61,7 @@ def relationship_rows(release: Release) -> list[tuple[int, str, int, bool]]:
 
 
 def assert_concept(item: dict[str, Any], concepts: dict[int, dict[str, Any]]) -> None:
-    assert set(item) >= CONCEPT_KEYS
+    assert set(item) >= CONCEPT_FIELDS
     assert item["athena_url"] == f"{ATHENA_TERMS}{item['concept_id']}"
     assert item["standard_concept"] is (concepts[item["concept_id"]]["standard"] == "S")
 

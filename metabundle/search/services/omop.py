@@ -268,6 +268,27 @@ def code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[st
     }
 
 
+def concepts_with_code(release: Release, params: MapParams) -> tuple[str, list[dict[str, Any]]]:
+    """The canonical vocabulary id and the concept rows (with validity dates) holding
+    the code: exact case first, then valid ones, by id; not_found with close codes."""
+    vocabulary_id = str(canonical_vocabulary(release, params.vocabulary_id))
+    code = params.concept_code.strip()
+    rows = release.query_dicts(
+        f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date FROM omop_concept c "
+        "WHERE c.vocabulary_id = ? AND lower(c.concept_code) = lower(?) "
+        "ORDER BY (c.concept_code = ?) DESC, (c.invalid_reason IS NULL) DESC, c.concept_id",
+        [vocabulary_id, code, code],
+    )
+    if not rows:
+        raise missing(
+            release,
+            "omop",
+            f"There is no {vocabulary_id} concept with code {code!r} in this release.",
+            **code_suggestions(release, vocabulary_id, code),
+        )
+    return vocabulary_id, rows
+
+
 @tool(
     "concept_map_to_standard",
     "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its standard OMOP "
@@ -280,21 +301,7 @@ def code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[st
     ),
 )
 def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, Any]:
-    vocabulary_id = canonical_vocabulary(release, params.vocabulary_id)
-    code = params.concept_code.strip()
-    rows = release.query_dicts(
-        f"SELECT {CONCEPT_COLUMNS} FROM omop_concept c "
-        "WHERE c.vocabulary_id = ? AND lower(c.concept_code) = lower(?) "
-        "ORDER BY (c.concept_code = ?) DESC, (c.invalid_reason IS NULL) DESC, c.concept_id",
-        [vocabulary_id, code, code],
-    )
-    if not rows:
-        raise missing(
-            release,
-            "omop",
-            f"There is no {vocabulary_id} concept with code {code!r} in this release.",
-            **code_suggestions(release, str(vocabulary_id), code),
-        )
+    vocabulary_id, rows = concepts_with_code(release, params)
     (entry,) = navigation(release, rows[:1])
     return {
         "vocabulary_id": vocabulary_id,

@@ -42,14 +42,23 @@ class CrosswalkParams(Params):
 
 
 def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+    """One link as returned: the concept with its name and Athena page; the source
+    concept (absent from similarity links) with its own."""
     concept_id = int(row["concept_id"])
-    return {
+    link = {
         **row,
         "concept_id": concept_id,
         "concept_name": names.get(concept_id),
         "athena_url": athena_url(concept_id),
         "score": None if row["score"] is None else round(float(row["score"]), 4),
     }
+    if row["source_concept_id"] is None:
+        for key in ("source_concept_id", "source_vocabulary_id", "source_code"):
+            del link[key]
+    else:
+        link["source_concept_id"] = int(row["source_concept_id"])
+        link["source_athena_url"] = athena_url(row["source_concept_id"])
+    return link
 
 
 @tool(

@@ -34,14 +34,13 @@ from metabundle.search.coverage import missing
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, invalid
 from metabundle.search.params import Params, clamp
 from metabundle.search.release import Release
-from metabundle.search.services.omop import GROUP, ConceptId, code_suggestions
+from metabundle.search.services.omop import GROUP, ConceptId, MapParams, concepts_with_code
 from metabundle.search.services.omop_concepts import (
     CONCEPT_COLUMNS,
     MAPS_TO,
     SELF,
     ConceptFilter,
     cached,
-    canonical_vocabulary,
     concept_doc_mask,
     concept_item,
     concepts_by_docno,
@@ -411,41 +410,18 @@ def concept_path(release: Release, params: PathParams) -> dict[str, Any]:
 # -- by code ------------------------------------------------------------------------------
 
 
-class ByCodeParams(Params):
-    vocabulary_id: Annotated[
-        str, Field(min_length=1, max_length=64, description="Vocabulary, e.g. ICD10CM, SNOMED.")
-    ]
-    concept_code: Annotated[
-        str, Field(min_length=1, max_length=200, description="The code, e.g. K92.2.")
-    ]
-
-
 @tool(
     "concept_by_code",
     "Every OMOP concept with this code in this vocabulary (exact, else ignoring case), "
     "standard or not, valid or not; map them with concept_navigate_to_standard.",
-    ByCodeParams,
+    MapParams,
     GROUP,
 )
-def concept_by_code(release: Release, params: ByCodeParams) -> dict[str, Any]:
-    vocabulary_id = canonical_vocabulary(release, params.vocabulary_id)
-    code = params.concept_code.strip()
-    rows = release.query_dicts(
-        f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date FROM omop_concept c "
-        "WHERE c.vocabulary_id = ? AND lower(c.concept_code) = lower(?) "
-        "ORDER BY (c.concept_code = ?) DESC, (c.invalid_reason IS NULL) DESC, c.concept_id",
-        [vocabulary_id, code, code],
-    )
-    if not rows:
-        raise missing(
-            release,
-            "omop",
-            f"There is no {vocabulary_id} concept with code {code!r} in this release.",
-            **code_suggestions(release, str(vocabulary_id), code),
-        )
+def concept_by_code(release: Release, params: MapParams) -> dict[str, Any]:
+    vocabulary_id, rows = concepts_with_code(release, params)
     return {
         "vocabulary_id": vocabulary_id,
-        "concept_code": code,
+        "concept_code": params.concept_code.strip(),
         "concepts": [
             {
                 **concept_item(row),
