@@ -30,7 +30,6 @@ from metabundle.index.embed import (
     get_embedder,
     normalize_text,
 )
-from metabundle.index.embed import cache as cache_module
 from metabundle.index.embed.minilm import (
     MODEL_SHA256,
     MiniLMEmbedder,
@@ -301,13 +300,12 @@ class InterruptedEmbedder(CountingEmbedder):
 
 
 def test_an_interrupted_embedding_resumes_after_its_last_checkpoint(
-    tmp_path: Path, wordllama: WordLlamaEmbedder, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, wordllama: WordLlamaEmbedder
 ) -> None:
-    monkeypatch.setattr(cache_module, "CHECKPOINT_TEXTS", 2)
     texts = ["heart attack", "shoe size", "blood pressure", "date of birth", "body height"]
     interrupted = InterruptedEmbedder(wordllama)
     with pytest.raises(KeyboardInterrupt):
-        embed_with_cache(interrupted, texts, EmbeddingCache(tmp_path))
+        embed_with_cache(interrupted, texts, EmbeddingCache(tmp_path), chunk_texts=2)
     assert len(interrupted.calls) == 1 and len(interrupted.calls[0]) == 2
     resumed = CountingEmbedder(wordllama)
     vectors, stats = embed_with_cache(resumed, texts, EmbeddingCache(tmp_path))
