@@ -7,11 +7,13 @@ parents are the rows its foreign keys name, with their labels (Datasette 0.65 li
 them on table pages only); a value naming no row stays plain text. The
 related sections are the table's ``entity_sections`` of the plugin's metadata: each a
 query of the row's key (``:id``), whose first column may link to another table's row
-pages and which may embed a chart of ``datasette-dashboards`` filtered to the row.
+pages and which may embed a chart of ``datasette-dashboards`` filtered to the row;
+they run side by side on Datasette's SQL threads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from typing import Any
@@ -126,13 +128,15 @@ async def entity_context(datasette: Any, database: str, table: str, request: Any
     specs = ((datasette.plugin_config(PLUGIN_NAME) or {}).get("entity_sections") or {}).get(
         table, []
     )
-    sections = [await _section(datasette, database, spec, values[0]) for spec in specs]
+    sections = await asyncio.gather(
+        *(_section(datasette, database, spec, values[0]) for spec in specs)
+    )
     return {
         "entity": {
             "title": row.get(label) if label else None,
             "source_url": _source_url(metadata, row),
             "parents": await _parents(datasette, database, table, row),
             "lists": _lists(row),
-            "sections": sections if len(keys) == 1 else [],
+            "sections": list(sections) if len(keys) == 1 else [],
         }
     }
