@@ -108,9 +108,9 @@ async def _parents(
 
 
 async def entity_context(datasette: Any, database: str, table: str, request: Any) -> dict[str, Any]:
-    """``entity`` for ``row.html``: title, source link, parents, lists written out
-    and related sections of the row the request names (empty when the row does not
-    exist)."""
+    """``entity`` for ``row.html``: title, source link, parents, lists written out,
+    codes beside their labels and related sections of the row the request names
+    (empty when the row does not exist)."""
     db = datasette.get_database(database)
     keys = await db.primary_keys(table)
     values = urlsafe_components(request.url_vars.get("pks", ""))
@@ -137,6 +137,8 @@ async def entity_context(datasette: Any, database: str, table: str, request: Any
             "source_url": _source_url(metadata, row),
             "parents": await _parents(datasette, database, table, row),
             "lists": _lists(row),
+            # a code column with a ``<column>_label`` beside it: label column → code
+            "codes": {f"{c}_label": row[c] for c in row if f"{c}_label" in row},
             "sections": list(sections) if len(keys) == 1 else [],
         }
     }
