@@ -7,11 +7,13 @@ parents are the rows its foreign keys name, with their labels (Datasette 0.65 li
 them on table pages only); a value naming no row stays plain text. The
 related sections are the table's ``entity_sections`` of the plugin's metadata: each a
 query of the row's key (``:id``), whose first column may link to another table's row
-pages and which may embed a chart of ``datasette-dashboards`` filtered to the row.
+pages and which may embed a chart of ``datasette-dashboards`` filtered to the row;
+they run side by side on Datasette's SQL threads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from typing import Any
@@ -106,9 +108,9 @@ async def _parents(
 
 
 async def entity_context(datasette: Any, database: str, table: str, request: Any) -> dict[str, Any]:
-    """``entity`` for ``row.html``: title, source link, parents, lists written out
-    and related sections of the row the request names (empty when the row does not
-    exist)."""
+    """``entity`` for ``row.html``: title, source link, parents, lists written out,
+    codes beside their labels and related sections of the row the request names
+    (empty when the row does not exist)."""
     db = datasette.get_database(database)
     keys = await db.primary_keys(table)
     values = urlsafe_components(request.url_vars.get("pks", ""))
@@ -126,13 +128,17 @@ async def entity_context(datasette: Any, database: str, table: str, request: Any
     specs = ((datasette.plugin_config(PLUGIN_NAME) or {}).get("entity_sections") or {}).get(
         table, []
     )
-    sections = [await _section(datasette, database, spec, values[0]) for spec in specs]
+    sections = await asyncio.gather(
+        *(_section(datasette, database, spec, values[0]) for spec in specs)
+    )
     return {
         "entity": {
             "title": row.get(label) if label else None,
             "source_url": _source_url(metadata, row),
             "parents": await _parents(datasette, database, table, row),
             "lists": _lists(row),
-            "sections": sections if len(keys) == 1 else [],
+            # a code column with a ``<column>_label`` beside it: label column → code
+            "codes": {f"{c}_label": row[c] for c in row if f"{c}_label" in row},
+            "sections": list(sections) if len(keys) == 1 else [],
         }
     }

@@ -187,6 +187,7 @@ class Entity:
     pick: str  # SQL giving the key and the title of one row
     parents: tuple[str, ...] = ()  # columns whose values link to their table
     sections: tuple[str, ...] = ()  # related sections with rows
+    coded: tuple[str, ...] = ()  # code columns shown after their labels
 
 
 ENTITIES = (
@@ -216,6 +217,7 @@ ENTITIES = (
         "(SELECT encoding_id FROM ukb_encoding_value) ORDER BY num_participants DESC LIMIT 1",
         parents=("main_category", "encoding_id"),
         sections=("Coding values", "Column names in extracts"),
+        coded=("value_type", "stability"),
     ),
     Entity(
         "ukb_category",
@@ -280,6 +282,12 @@ def test_an_entity_page_per_main_entity(
         expect(parent).to_be_visible()
         href = parent.get_attribute("href")
         assert re.search(r"/metabundle/\w+/.+", href), f"{column} links its row: {href}"
+    for column in entity.coded:
+        expect(page.locator(f"dd.col-{column}_label em.code")).to_be_visible()
+        expect(
+            page.locator("dl.entity-values dt", has_text=re.compile(f"^{column}$"))
+        ).to_have_count(1)
+        expect(page.locator(f"dd.col-{column}")).to_have_count(0)
     for title_text in entity.sections:
         section = page.locator("section.related", has=page.get_by_role("heading", name=title_text))
         expect(section.locator("td").first).to_be_visible()

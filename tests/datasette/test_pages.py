@@ -219,3 +219,9 @@ async def test_the_index_page_offers_search_and_the_tables(
     assert 'action="/-/search"' in html and 'name="q"' in html
     assert '<a href="/metabundle">metabundle</a>' in html
     assert '<a href="/metabundle/idc_series"' in html
+
+
+async def test_an_unknown_source_page_is_a_404(datasette: Datasette) -> None:
+    response = await datasette.client.get("/-/sources/nowhere")
+    assert response.status_code == 404
+    assert "no source named" in response.text

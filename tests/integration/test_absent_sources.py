@@ -138,3 +138,13 @@ async def test_the_rest_adapter_does_not_list_them_and_answers_404(
     expected = call_tool(partial, "search_aou_catalog", {"query": "smoking"})
     assert response.json() == json.loads(json.dumps(expected))
     absent_error(response.json(), "aou")
+
+
+@pytest.mark.anyio
+async def test_datasette_pages_offer_only_the_present_sources(datasette: Datasette) -> None:
+    index = (await datasette.client.get("/")).text
+    assert index.count('class="source-card"') == 1 and 'data-source="dbgap"' in index
+    assert (await datasette.client.get("/-/sources/dbgap")).status_code == 200
+    assert (await datasette.client.get("/-/sources/idc")).status_code == 404
+    assert (await datasette.client.get("/-/dashboards/dbgap")).status_code == 200
+    assert (await datasette.client.get("/-/dashboards/idc")).status_code == 404
