@@ -62,7 +62,7 @@ STEP_VERSION = {
     "keyword": "1",
     "embed_plan": "1",
     "embeddings": "1",
-    "ann": "1",
+    "ann": "2",
     "crosswalk": "1",
 }
 DONE = "_stage.json"
