@@ -135,12 +135,13 @@ def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "search_aou_catalog",
-    "Search the All of Us Data Browser catalogue: survey questions and answers, modules, physical"
-    " measurements and EHR concepts. Call it for any All of Us question (codes such as "
-    "loinc:8462-4 resolve first); then get_aou_item.",
+    "Call for any All of Us question: searches the Data Browser catalogue; then get_aou_item.",
     SearchAouParams,
     GROUP,
     guide=(
+        "Search the All of Us Data Browser catalogue: survey questions and answers, "
+        "modules, physical measurements and EHR concepts. Call it for any All of Us "
+        "question (codes such as loinc:8462-4 resolve first); then get_aou_item. "
         "Narrow with variable_type (ehr, survey, physical_measurement, fitbit); ehr_domain, "
         "ehr_role and ehr_vocabulary require variable_type=ehr. get_aou_item gives identifiers, "
         "links, answer choices, module and topic membership and concept relationships. Preserve "
@@ -302,12 +303,13 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
 
 @tool(
     "get_aou_item",
-    "Get one All of Us item (by the result_id search_aou_catalog returned, or an OMOP concept id,"
-    " concept code or question code) with its codes, links, answer choices, membership and "
-    "relationships. Call it before citing an item.",
+    "Call before citing an All of Us item (a search_aou_catalog result_id or a code).",
     GetAouItemParams,
     GROUP,
     guide=(
+        "Get one All of Us item (by the result_id search_aou_catalog returned, or an OMOP"
+        " concept id, concept code or question code) with its codes, links, answer "
+        "choices, membership and relationships. Call it before citing an item. "
         "The record holds the question text, codes, domain, vocabulary and participant count (or "
         "why it is null), identifiers and aliases, public links (Data Browser page, survey PDFs, "
         "Athena), the answer choices of a question, the members of a module, topic or domain, "

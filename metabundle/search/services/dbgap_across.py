@@ -246,13 +246,16 @@ def variable_item(item: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "find_variables_across_studies",
-    "Call this to find the dbGaP variables that measure one concept in many studies at "
-    "once (harmonizing cohorts: e.g. systolic blood pressure in Framingham, MESA, JHS): "
-    "the best per_study variables of each study, studies ordered by their best match, "
-    "optionally only some studies, a parent study's family or a disease/focus. Then "
-    "call get_dbgap_variable for a variable's values.",
+    "Call to find the dbGaP variables measuring one concept in many studies at once.",
     AcrossParams,
     GROUP,
+    guide=(
+        "Call this to find the dbGaP variables that measure one concept in many studies "
+        "at once (harmonizing cohorts: e.g. systolic blood pressure in Framingham, MESA, "
+        "JHS): the best per_study variables of each study, studies ordered by their best "
+        "match, optionally only some studies, a parent study's family or a disease/focus."
+        " Then call get_dbgap_variable for a variable's values."
+    ),
 )
 def find_variables_across_studies(release: Release, params: AcrossParams) -> dict[str, Any]:
     searched = scope(release, params)

@@ -85,11 +85,15 @@ def _page(rows: list[Any], limit: int, offset: int) -> dict[str, Any]:
 
 @tool(
     "get_idc_version",
-    "Call this first for Imaging Data Commons questions: the IDC data release this snapshot holds"
-    " (e.g. v25) and its date. Cite the IDC version with any IDC answer.",
+    "Call first for IDC questions: the IDC data release held; cite it.",
     NoParams,
     GROUP,
-    guide=("It also names the idc-index-data package version the data was read from."),
+    guide=(
+        "Call this first for Imaging Data Commons questions: the IDC data release this "
+        "snapshot holds (e.g. v25) and its date. Cite the IDC version with any IDC "
+        "answer. "
+        "It also names the idc-index-data package version the data was read from."
+    ),
 )
 def get_idc_version(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -120,10 +124,14 @@ def _breakdown(release: Release, column: str) -> list[dict[str, Any]]:
 
 @tool(
     "get_stats",
-    "Headline counts of Imaging Data Commons (collections, patients, series, size, per modality "
-    "and license). Call it to size IDC as a whole; use build_cohort for a selection.",
+    "Call to size IDC as a whole (collections, patients, series, size).",
     NoParams,
     GROUP,
+    guide=(
+        "Headline counts of Imaging Data Commons (collections, patients, series, size, "
+        "per modality and license). Call it to size IDC as a whole; use build_cohort for "
+        "a selection."
+    ),
 )
 def get_stats(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -202,11 +210,15 @@ def _collection_vocabulary(release: Release, column: str) -> list[str]:
 
 @tool(
     "list_collections",
-    "List IDC collections, optionally by cancer type, tumor location or modality; paged, with the"
-    " total. Call it to find collections for a disease or body site; then get_collection.",
+    "Call to find IDC collections by cancer type, tumor location or modality.",
     ListCollectionsParams,
     GROUP,
-    guide=("build_cohort with a collection_id filter counts a collection's series."),
+    guide=(
+        "List IDC collections, optionally by cancer type, tumor location or modality; "
+        "paged, with the total. Call it to find collections for a disease or body site; "
+        "then get_collection. "
+        "build_cohort with a collection_id filter counts a collection's series."
+    ),
 )
 def list_collections(release: Release, params: ListCollectionsParams) -> dict[str, Any]:
     require_idc(release)
@@ -311,11 +323,15 @@ def _collection_series(release: Release, collection_id: str) -> dict[str, Any]:
 
 @tool(
     "get_collection",
-    "Get one IDC collection: description, cancer types, sites, licenses, DOIs with citations, "
-    "counts, size, modalities and analysis results. Call it after list_collections or search_idc.",
+    "Call after list_collections or search_idc for one IDC collection's details.",
     GetCollectionParams,
     GROUP,
-    guide=("Then call build_cohort to select its series or get_citations to cite it."),
+    guide=(
+        "Get one IDC collection: description, cancer types, sites, licenses, DOIs with "
+        "citations, counts, size, modalities and analysis results. Call it after "
+        "list_collections or search_idc. "
+        "Then call build_cohort to select its series or get_citations to cite it."
+    ),
 )
 def get_collection(release: Release, params: GetCollectionParams) -> dict[str, Any]:
     require_idc(release)
@@ -364,12 +380,15 @@ class ListAnalysisResultsParams(Params):
 
 @tool(
     "list_analysis_results",
-    "List IDC analysis results (segmentations, annotations, radiomics) with DOI, license, "
-    "modalities, annotated collections and series count. Call it to find AI or expert "
-    "annotations.",
+    "Call to find IDC AI or expert annotations (segmentations, radiomics).",
     ListAnalysisResultsParams,
     GROUP,
-    guide=("Filter a cohort with analysis_result_id in build_cohort."),
+    guide=(
+        "List IDC analysis results (segmentations, annotations, radiomics) with DOI, "
+        "license, modalities, annotated collections and series count. Call it to find AI "
+        "or expert annotations. "
+        "Filter a cohort with analysis_result_id in build_cohort."
+    ),
 )
 def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -> dict[str, Any]:
     require_idc(release)
@@ -464,11 +483,13 @@ def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str
 
 @tool(
     "search_idc",
-    "Search IDC collections and analysis results by meaning or keywords (disease, organ, "
-    "modality, trial, DOI). Call it when list_collections' word filters are too narrow.",
+    "Call when list_collections' filters are too narrow: searches IDC collections by meaning.",
     SearchIdcParams,
     GROUP,
     guide=(
+        "Search IDC collections and analysis results by meaning or keywords (disease, "
+        "organ, modality, trial, DOI). Call it when list_collections' word filters are "
+        "too narrow. "
         "Exact ids and DOIs rank first. Then call get_collection or list_analysis_results for "
         "details."
     ),
@@ -502,11 +523,14 @@ def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
 
 @tool(
     "list_attributes",
-    "List the series attributes IDC cohorts filter on (columns of idc_series) with type and "
-    "description. Call it before build_cohort, then get_attribute_values.",
+    "Call before build_cohort: the series attributes IDC filters on.",
     NoParams,
     GROUP,
-    guide=("A property not in this list may live elsewhere: check list_tables."),
+    guide=(
+        "List the series attributes IDC cohorts filter on (columns of idc_series) with "
+        "type and description. Call it before build_cohort, then get_attribute_values. "
+        "A property not in this list may live elsewhere: check list_tables."
+    ),
 )
 def list_attributes(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -539,11 +563,13 @@ class AttributeValuesParams(Params):
 
 @tool(
     "get_attribute_values",
-    "Get the distinct values of one series attribute with series counts, most frequent first. "
-    "Call it before filtering so build_cohort uses values spelled and cased as stored.",
+    "Call before filtering so build_cohort uses an attribute's values as stored.",
     AttributeValuesParams,
     GROUP,
     guide=(
+        "Get the distinct values of one series attribute with series counts, most "
+        "frequent first. Call it before filtering so build_cohort uses values spelled and"
+        " cased as stored. "
         "Optionally within a selection (filters) or containing a word (contains); the total "
         "number of distinct values is given."
     ),

@@ -288,12 +288,15 @@ def _citation_selection(release: Release, params: CitationsParams) -> Selection:
 
 @tool(
     "get_citations",
-    "Get the citations for the data sources of a collection or of a filtered selection "
-    "of series (most-used source first, with DOI and license) in APA, BibTeX, CSL-JSON "
-    "or Turtle, plus the IDC acknowledgment. Call it whenever you report or hand over "
-    "IDC data, so the user can credit the data providers and IDC.",
+    "Call whenever you report or hand over IDC data, to credit its sources.",
     CitationsParams,
     GROUP,
+    guide=(
+        "Get the citations for the data sources of a collection or of a filtered "
+        "selection of series (most-used source first, with DOI and license) in APA, "
+        "BibTeX, CSL-JSON or Turtle, plus the IDC acknowledgment. Call it whenever you "
+        "report or hand over IDC data, so the user can credit the data providers and IDC."
+    ),
 )
 def get_citations(release: Release, params: CitationsParams) -> dict[str, Any]:
     require_idc(release)

@@ -46,12 +46,15 @@ class ListClinicalTablesParams(Params):
 
 @tool(
     "list_clinical_tables",
-    "List the clinical data tables that accompany Imaging Data Commons collections "
-    "(diagnosis, stage, treatment, outcome), with their columns, rows and patients. Call "
-    "it for non-imaging patient data; then get_clinical_table_schema and "
-    "get_clinical_values.",
+    "Call for non-imaging IDC patient data (diagnosis, stage, outcome): the clinical tables.",
     ListClinicalTablesParams,
     GROUP,
+    guide=(
+        "List the clinical data tables that accompany Imaging Data Commons collections "
+        "(diagnosis, stage, treatment, outcome), with their columns, rows and patients. "
+        "Call it for non-imaging patient data; then get_clinical_table_schema and "
+        "get_clinical_values."
+    ),
 )
 def list_clinical_tables(release: Release, params: ListClinicalTablesParams) -> dict[str, Any]:
     require_idc(release)
@@ -113,11 +116,14 @@ def _options(values: str | None) -> list[Any]:
 
 @tool(
     "get_clinical_table_schema",
-    "Get the columns of one Imaging Data Commons clinical table: name, human-readable "
-    "label, values seen, and how many rows fill each. Call it before "
-    "get_clinical_values to pick columns.",
+    "Call before get_clinical_values to pick columns of one IDC clinical table.",
     ClinicalSchemaParams,
     GROUP,
+    guide=(
+        "Get the columns of one Imaging Data Commons clinical table: name, human-readable"
+        " label, values seen, and how many rows fill each. Call it before "
+        "get_clinical_values to pick columns."
+    ),
 )
 def get_clinical_table_schema(release: Release, params: ClinicalSchemaParams) -> dict[str, Any]:
     require_idc(release)
@@ -187,11 +193,15 @@ def _columns(release: Release, table: str, wanted: list[str] | None) -> list[str
 
 @tool(
     "get_clinical_values",
-    "Get the rows of one Imaging Data Commons clinical table, optionally only for the "
-    "patients of a build_cohort selection (joined by patient), with the most frequent "
-    "values of each column. Call it for stage, survival or treatment of a cohort.",
+    "Call for stage, survival or treatment of an IDC cohort: rows of one clinical table.",
     ClinicalValuesParams,
     GROUP,
+    guide=(
+        "Get the rows of one Imaging Data Commons clinical table, optionally only for the"
+        " patients of a build_cohort selection (joined by patient), with the most "
+        "frequent values of each column. Call it for stage, survival or treatment of a "
+        "cohort."
+    ),
 )
 def get_clinical_values(release: Release, params: ClinicalValuesParams) -> dict[str, Any]:
     require_idc(release)

@@ -107,12 +107,13 @@ def _current_version(release: Release) -> int:
 
 @tool(
     "get_cohort_urls",
-    "Get download links for a filtered selection of series a page at a time (s5cmd s3:// and "
-    "gs:// series prefixes, sizes, totals) with the commands for the whole selection. Call "
-    "build_cohort first.",
+    "Call after build_cohort for download links of a selection, a page at a time.",
     CohortUrlsParams,
     GROUP,
     guide=(
+        "Get download links for a filtered selection of series a page at a time (s5cmd "
+        "s3:// and gs:// series prefixes, sizes, totals) with the commands for the whole "
+        "selection. Call build_cohort first. "
         f"Pages through up to {MAX_SERIES:,} series (limit/offset); every page carries the "
         "commands that write and download the s5cmd manifest of the whole selection (s5cmd "
         "or idc-index's `idc download`); idc_version gives the manifest as of an earlier IDC "
@@ -270,11 +271,15 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
 
 @tool(
     "get_viewer_url",
-    "Get a link opening a series or study in the IDC web viewer (SLIM for slides, OHIF for "
-    "radiology). Call it to let a user look at images found with build_cohort.",
+    "Call to let a user look at an IDC series or study in the web viewer.",
     ViewerParams,
     GROUP,
-    guide=("No download or account is needed."),
+    guide=(
+        "Get a link opening a series or study in the IDC web viewer (SLIM for slides, "
+        "OHIF for radiology). Call it to let a user look at images found with "
+        "build_cohort. "
+        "No download or account is needed."
+    ),
 )
 def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
     require_idc(release)

@@ -111,11 +111,12 @@ class ExactParams(Params):
 
 @tool(
     "concept_search_exact",
-    "Find OMOP concepts whose name or synonym equals the query, ignoring case. Call it first when"
-    " the user gives a clinical term verbatim.",
+    "Call first when the user gives a clinical term verbatim: OMOP concepts named exactly so.",
     ExactParams,
     GROUP,
     guide=(
+        "Find OMOP concepts whose name or synonym equals the query, ignoring case. Call "
+        "it first when the user gives a clinical term verbatim. "
         "Name matches come before synonym matches; non-standard concepts are included, so call "
         "concept_navigate_to_standard for those with standard_concept false. No result: try "
         "concept_search_fulltext or embedding_search (or concept_ground, which chains them)."
@@ -149,11 +150,13 @@ class FulltextParams(ExactParams):
 
 @tool(
     "concept_search_fulltext",
-    "Keyword (BM25) search of OMOP concept names and synonyms. Call it for multi-word terms that "
-    "match no name exactly; map non-standard results with concept_navigate_to_standard.",
+    "Call for multi-word terms that match no OMOP concept name exactly (keyword search).",
     FulltextParams,
     GROUP,
     guide=(
+        "Keyword (BM25) search of OMOP concept names and synonyms. Call it for multi-word"
+        " terms that match no name exactly; map non-standard results with "
+        "concept_navigate_to_standard. "
         "Each result has rank (alias ts_rank) in [0, 1]: its BM25 score over the best score each "
         "query word reaches in any concept (a word no concept has counts like the strongest), so "
         "1.0 means every word matched as strongly as anywhere; use min_rank to cut weak hits. A "
@@ -224,11 +227,12 @@ class NavigateParams(Params):
 
 @tool(
     "concept_navigate_to_standard",
-    "Resolve up to 100 concept ids to their standard OMOP concepts via 'Maps to'. Call it for "
-    "search results with standard_concept false.",
+    "Call for results with standard_concept false to get their standard concepts.",
     NavigateParams,
     GROUP,
     guide=(
+        "Resolve up to 100 concept ids to their standard OMOP concepts via 'Maps to'. "
+        "Call it for search results with standard_concept false. "
         "A standard concept maps to itself (relationship_id 'self'); a concept with no valid "
         "standard target gets []; ids not in the vocabulary are omitted; input order is kept "
         "(each id once)."
@@ -291,11 +295,12 @@ def concepts_with_code(release: Release, params: MapParams) -> tuple[str, list[d
 
 @tool(
     "concept_map_to_standard",
-    "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its standard OMOP "
-    "concepts. Call it when the user gives a code.",
+    "Call when the user gives a source code (e.g. ICD10CM K92.2) for its standard concepts.",
     MapParams,
     GROUP,
     guide=(
+        "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its "
+        "standard OMOP concepts. Call it when the user gives a code. "
         "For many concept ids at once use concept_navigate_to_standard. The code is matched "
         "exactly, else ignoring case; not_found (with close codes) when the vocabulary lacks it."
     ),
@@ -327,11 +332,13 @@ class EmbeddingParams(Params):
 
 @tool(
     "embedding_search",
-    "Semantic search of OMOP concepts by embedding similarity. Call it for lay wording or "
-    "paraphrases that share no word with the concept name (e.g. 'heart attack').",
+    "Call for lay wording sharing no word with an OMOP concept's name (semantic search).",
     EmbeddingParams,
     GROUP,
     guide=(
+        "Semantic search of OMOP concepts by embedding similarity. Call it for lay "
+        "wording or paraphrases that share no word with the concept name (e.g. 'heart "
+        "attack'). "
         "Each result has similarity (cosine, not a probability). Fails with "
         "embeddings_unavailable when the release or server has no query embeddings: then use "
         "concept_search_fulltext. Map non-standard results with concept_navigate_to_standard."
@@ -391,11 +398,12 @@ class GroundParams(Params):
 
 @tool(
     "concept_ground",
-    "Ground free text to standard OMOP concepts in one call (exact, then full-text, then "
-    "embeddings). Call it when you want a concept and not the search strategy.",
+    "Call when you want standard OMOP concepts for free text, not the search strategy.",
     GroundParams,
     GROUP,
     guide=(
+        "Ground free text to standard OMOP concepts in one call (exact, then full-text, "
+        "then embeddings). Call it when you want a concept and not the search strategy. "
         "With a domain or vocabulary a substring tier follows; it stops at the first tier with "
         "results. Non-standard matches are mapped to standard via 'Maps to'. Each result has a "
         "score (its meaning depends on the tier) and an explanation (tier, matched concept, "
@@ -505,11 +513,13 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
 
 @tool(
     "concept_get",
-    "Get one OMOP concept with its synonyms, relationships, ancestors and descendants (each "
-    "capped, with totals). Call it to inspect a search or grounding result or walk the hierarchy.",
+    "Call to inspect one OMOP concept: synonyms, relationships, ancestors, descendants.",
     GetParams,
     GROUP,
     guide=(
+        "Get one OMOP concept with its synonyms, relationships, ancestors and descendants"
+        " (each capped, with totals). Call it to inspect a search or grounding result or "
+        "walk the hierarchy. "
         "Relationships are counted per kind (e.g. 'Maps to', 'Is a'); ancestors and descendants "
         "come from omop_concept_ancestor with levels of separation; related concepts missing from"
         " this release have in_release false and no name."

@@ -151,10 +151,13 @@ def resolve(release: Release, expression: Expression) -> tuple[list[int], int]:
 
 @tool(
     "concept_set_resolve",
-    "Resolve an ATLAS concept-set expression (as ATLAS exports it) to its concept ids "
-    "exactly as ATLAS does: descendants, mapped source concepts, exclusions.",
+    "Call to resolve an ATLAS concept-set expression to concept ids as ATLAS does.",
     ConceptSetParams,
     GROUP,
+    guide=(
+        "Resolve an ATLAS concept-set expression (as ATLAS exports it) to its concept ids"
+        " exactly as ATLAS does: descendants, mapped source concepts, exclusions."
+    ),
 )
 def concept_set_resolve(release: Release, params: ConceptSetParams) -> dict[str, Any]:
     items = params.expression.items

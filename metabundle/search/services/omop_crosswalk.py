@@ -63,11 +63,14 @@ def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
 
 @tool(
     "concept_crosswalk",
-    "What in every source (All of Us items, UK Biobank codings and fields, dbGaP "
-    "variables) records an OMOP concept and, by default, its descendants, grouped by "
-    "source; similarity links are labelled, never curated.",
+    "Call to find what in All of Us, UK Biobank and dbGaP records an OMOP concept.",
     CrosswalkParams,
     GROUP,
+    guide=(
+        "What in every source (All of Us items, UK Biobank codings and fields, dbGaP "
+        "variables) records an OMOP concept and, by default, its descendants, grouped by "
+        "source; similarity links are labelled, never curated."
+    ),
 )
 def concept_crosswalk(release: Release, params: CrosswalkParams) -> dict[str, Any]:
     concept = concepts_by_id(release, [params.concept_id]).get(params.concept_id)

@@ -141,10 +141,13 @@ def _hierarchy(release: Release, params: HierarchyParams, direction: str) -> dic
 
 @tool(
     "concept_ancestors",
-    "Ancestors of an OMOP concept from omop_concept_ancestor, nearest first, each with "
-    "its min/max levels of separation; min_depth/max_depth bound the levels.",
+    "Call for an OMOP concept's ancestors, nearest first.",
     AncestorParams,
     GROUP,
+    guide=(
+        "Ancestors of an OMOP concept from omop_concept_ancestor, nearest first, each "
+        "with its min/max levels of separation; min_depth/max_depth bound the levels."
+    ),
 )
 def concept_ancestors(release: Release, params: AncestorParams) -> dict[str, Any]:
     return _hierarchy(release, params, "ancestors")
@@ -152,10 +155,13 @@ def concept_ancestors(release: Release, params: AncestorParams) -> dict[str, Any
 
 @tool(
     "concept_descendants",
-    "Descendants of an OMOP concept from omop_concept_ancestor, nearest first, each "
-    "with its min/max levels of separation; min_depth/max_depth bound the levels.",
+    "Call for an OMOP concept's descendants, nearest first.",
     DescendantParams,
     GROUP,
+    guide=(
+        "Descendants of an OMOP concept from omop_concept_ancestor, nearest first, each "
+        "with its min/max levels of separation; min_depth/max_depth bound the levels."
+    ),
 )
 def concept_descendants(release: Release, params: DescendantParams) -> dict[str, Any]:
     return _hierarchy(release, params, "descendants")
@@ -262,10 +268,13 @@ def _edges(
 
 @tool(
     "concept_relationships",
-    "Relationships of an OMOP concept from omop_concept_relationship: outbound "
-    "(this concept is concept_id_1) and inbound, optionally of one relationship_id.",
+    "Call for an OMOP concept's relationships, outbound and inbound.",
     RelationshipParams,
     GROUP,
+    guide=(
+        "Relationships of an OMOP concept from omop_concept_relationship: outbound (this "
+        "concept is concept_id_1) and inbound, optionally of one relationship_id."
+    ),
 )
 def concept_relationships(release: Release, params: RelationshipParams) -> dict[str, Any]:
     concept = concept_or_missing(release, params.concept_id)
@@ -361,10 +370,14 @@ def _join(
 
 @tool(
     "concept_path",
-    "A shortest path between two OMOP concepts over valid relationships of any kind "
-    "(each step: subject, relationship, object); found false when none within max_depth.",
+    "Call to find a shortest relationship path between two OMOP concepts.",
     PathParams,
     GROUP,
+    guide=(
+        "A shortest path between two OMOP concepts over valid relationships of any kind "
+        "(each step: subject, relationship, object); found false when none within "
+        "max_depth."
+    ),
 )
 def concept_path(release: Release, params: PathParams) -> dict[str, Any]:
     source = concept_or_missing(release, params.source_id)
@@ -412,10 +425,14 @@ def concept_path(release: Release, params: PathParams) -> dict[str, Any]:
 
 @tool(
     "concept_by_code",
-    "Every OMOP concept with this code in this vocabulary (exact, else ignoring case), "
-    "standard or not, valid or not; map them with concept_navigate_to_standard.",
+    "Call for every OMOP concept with a code in a vocabulary, standard or not.",
     MapParams,
     GROUP,
+    guide=(
+        "Every OMOP concept with this code in this vocabulary (exact, else ignoring "
+        "case), standard or not, valid or not; map them with "
+        "concept_navigate_to_standard."
+    ),
 )
 def concept_by_code(release: Release, params: MapParams) -> dict[str, Any]:
     vocabulary_id, rows = concepts_with_code(release, params)
@@ -486,10 +503,13 @@ def _standard_at_level(
 
 @tool(
     "concept_nearest_standard_ancestor",
-    "The nearest valid standard concepts above an OMOP concept: itself when standard, "
-    "else its 'Maps to' targets, else those of its nearest 'Is a' ancestors.",
+    "Call for the nearest standard concepts above a non-standard OMOP concept.",
     NearestParams,
     GROUP,
+    guide=(
+        "The nearest valid standard concepts above an OMOP concept: itself when standard,"
+        " else its 'Maps to' targets, else those of its nearest 'Is a' ancestors."
+    ),
 )
 def concept_nearest_standard_ancestor(release: Release, params: NearestParams) -> dict[str, Any]:
     concept = concept_or_missing(release, params.concept_id)
@@ -522,10 +542,14 @@ class NeighbourParams(Params):
 
 @tool(
     "embedding_neighbours",
-    "OMOP concepts whose embeddings are nearest a given concept's (cosine similarity), "
-    "for related wording across vocabularies; embeddings_unavailable without embeddings.",
+    "Call for OMOP concepts whose embeddings are nearest a given concept's.",
     NeighbourParams,
     GROUP,
+    guide=(
+        "OMOP concepts whose embeddings are nearest a given concept's (cosine "
+        "similarity), for related wording across vocabularies; embeddings_unavailable "
+        "without embeddings."
+    ),
 )
 def embedding_neighbours(release: Release, params: NeighbourParams) -> dict[str, Any]:
     concept = concept_or_missing(release, params.concept_id)

@@ -194,12 +194,13 @@ def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "search_ukb_fields",
-    "Find UK Biobank Showcase fields for a concept, measurement or question, or resolve a field "
-    "id or column name (21001, p21001_i0). Call it for any UK Biobank question; then "
-    "get_ukb_field.",
+    "Call for any UK Biobank question: finds Showcase fields; then get_ukb_field.",
     SearchUkbFieldsParams,
     GROUP,
     guide=(
+        "Find UK Biobank Showcase fields for a concept, measurement or question, or "
+        "resolve a field id or column name (21001, p21001_i0). Call it for any UK Biobank"
+        " question; then get_ukb_field. "
         "Exact ids and aliases rank first. UK Biobank is not a dbGaP study: do not use the dbGaP "
         "tools for it. Cite canonical_url and keep field ids exact. For coding values (an ICD-10 "
         "code, a medication) use search_all with sources=['ukb'] and kinds=['encoding_value']."
@@ -557,11 +558,13 @@ def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
 
 @tool(
     "get_ukb_field",
-    "Get one UK Biobank field by id or column name: properties, instances, coding with its first "
-    "values, category path and aliases. Call it after search_ukb_fields; cite canonical_url.",
+    "Call after search_ukb_fields for one UK Biobank field's details; cite canonical_url.",
     GetUkbFieldParams,
     GROUP,
     guide=(
+        "Get one UK Biobank field by id or column name: properties, instances, coding "
+        "with its first values, category path and aliases. Call it after "
+        "search_ukb_fields; cite canonical_url. "
         "Tree codings such as ICD-10 show each value's parent. For all values of a large coding "
         "use run_sql on ukb_encoding_value."
     ),
