@@ -46,33 +46,25 @@ EhrRole = Literal["standard", "source", "classification"]
 
 class SearchAouParams(Params):
     query: Query
-    method: Annotated[
-        Method,
-        Field(description="hybrid (default), keyword or semantic (codes are not resolved)."),
-    ] = "hybrid"
-    limit: Annotated[
-        int, clamp(1, MAX_LIMIT), Field(description=f"Results to return, 1..{MAX_LIMIT}.")
-    ] = 10
-    variable_type: Annotated[
-        VariableType | None,
-        Field(description="Only this data type: ehr, survey, physical_measurement or fitbit."),
-    ] = None
+    method: Method = "hybrid"
+    limit: Annotated[int, clamp(1, MAX_LIMIT), Field(description=f"1..{MAX_LIMIT}.")] = 10
+    variable_type: VariableType | None = None
     ehr_domain: Annotated[
         str | None,
         Field(
             max_length=100,
-            description="OMOP domain, e.g. Condition; needs variable_type=ehr.",
+            description="Needs variable_type=ehr.",
         ),
     ] = None
     ehr_role: Annotated[
         EhrRole | None,
-        Field(description="standard, source or classification; requires variable_type=ehr."),
+        Field(description="Needs variable_type=ehr."),
     ] = None
     ehr_vocabulary: Annotated[
         str | None,
         Field(
             max_length=100,
-            description="OMOP vocabulary, e.g. LOINC; needs variable_type=ehr.",
+            description="Needs variable_type=ehr.",
         ),
     ] = None
     explain: Explain = False
@@ -83,8 +75,8 @@ class GetAouItemParams(Params):
         str,
         Field(
             max_length=100,
-            description="A result_id (aou.doc.<hex>), an OMOP concept id, a concept or "
-            "question code, or vocabulary:code.",
+            description="A result_id, OMOP concept id, concept or question code, or "
+            "vocabulary:code.",
         ),
     ]
 
@@ -147,6 +139,8 @@ def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
         "links, answer choices, module and topic membership and concept relationships. Preserve "
         "is_variable: navigation and support hits are not variables. Hits show public metadata, "
         "not data availability for a participant or workspace."
+        " method semantic does not resolve codes; ehr_domain (an OMOP domain, e.g. "
+        "Condition), ehr_role and ehr_vocabulary (e.g. LOINC) need variable_type=ehr."
     ),
 )
 def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, Any]:
@@ -316,6 +310,8 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
         "where the item belongs (parent, survey module, topic) and its relationships (branching "
         "questions, family history answers, OMOP Maps to and Subsumes). Lists are capped and give"
         " their totals."
+        " result_id is a result_id (aou.doc.<hex>), an OMOP concept id, a concept or "
+        "question code, or vocabulary:code."
     ),
 )
 def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:

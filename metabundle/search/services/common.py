@@ -132,9 +132,9 @@ def get_table_schema(release: Release, params: TableParams) -> dict[str, Any]:
 class SqlParams(Params):
     sql: Annotated[
         str,
-        Field(max_length=20_000, description="One read-only SELECT (WITH ... SELECT allowed)."),
+        Field(max_length=20_000, description="One SELECT (or WITH)."),
     ]
-    max_rows: Annotated[int, clamp(1, MAX_ROWS), Field(description=f"Row cap, 1..{MAX_ROWS}.")] = (
+    max_rows: Annotated[int, clamp(1, MAX_ROWS), Field(description=f"1..{MAX_ROWS}.")] = (
         DEFAULT_MAX_ROWS
     )
 
@@ -184,13 +184,13 @@ class SearchAllParams(Params):
     method: Method = "hybrid"
     sources: Annotated[
         list[str] | None,
-        Field(max_length=10, description="Restrict to these sources (dbgap, ukb, aou, omop, idc)."),
+        Field(max_length=10, description="dbgap, ukb, aou, omop, idc."),
     ] = None
     kinds: Annotated[
         list[str] | None,
-        Field(max_length=20, description="Restrict to these kinds, e.g. variable, field."),
+        Field(max_length=20, description="E.g. variable, field."),
     ] = None
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 10
     explain: Explain = False
 
 

@@ -39,8 +39,7 @@ STUDY_ID = Annotated[
     str,
     Field(
         max_length=100,
-        description="Full versioned dbGaP study accession, e.g. phs000286.v7.p2 "
-        "(from resolve_dbgap_study).",
+        description="Versioned accession, e.g. phs000286.v7.p2.",
     ),
 ]
 
@@ -56,7 +55,7 @@ class ResolveParams(Params):
             description="A study name, acronym, dbGaP URL or accession (phs000286).",
         ),
     ]
-    limit: Annotated[int, clamp(1, 20), Field(description="Candidates to return, 1..20.")] = 10
+    limit: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 10
 
 
 @tool(
@@ -264,16 +263,10 @@ def get_dbgap_study(release: Release, params: StudyParams) -> dict[str, Any]:
 class CatalogParams(Params):
     study_id: STUDY_ID
     query: Query
-    kind: Annotated[
-        Literal["variable", "dataset", "document"],
-        Field(description="What to search: variable (default), dataset or document."),
-    ] = "variable"
+    kind: Literal["variable", "dataset", "document"] = "variable"
     method: Method = "hybrid"
-    limit: Annotated[int, clamp(1, 20), Field(description="Results to return, 1..20.")] = 10
-    include_stats: Annotated[
-        bool,
-        Field(description="Add variables' summary statistics from their variable reports."),
-    ] = False
+    limit: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 10
+    include_stats: bool = False
     explain: Explain = False
 
 
@@ -290,6 +283,7 @@ class CatalogParams(Params):
         " matched by title only (keyword: the title contains the query; their contents are not "
         "indexed). include_stats=true adds variables' summary statistics. A match documents a "
         "variable; it does not establish data access or availability."
+        " include_stats adds variables' summary statistics from their variable reports."
     ),
 )
 def search_dbgap_catalog(release: Release, params: CatalogParams) -> dict[str, Any]:

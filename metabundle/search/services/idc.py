@@ -51,7 +51,7 @@ Text = Annotated[str, StringConstraints(max_length=200)]
 MAX_OFFSET = 1_000_000_000
 Offset = Annotated[
     int,
-    Field(ge=0, description="Rows to skip (paging), from 0."),
+    Field(ge=0),
     clamp(0, MAX_OFFSET),
 ]
 DESCRIPTION_CHARS = 300
@@ -169,17 +169,17 @@ _ELEMENT_MATCH = (
 class ListCollectionsParams(Params):
     cancer_type: Annotated[
         Text | None,
-        Field(description="Cancer type containing this text, e.g. lung."),
+        Field(description="Text, e.g. lung."),
     ] = None
     tumor_location: Annotated[
         Text | None,
-        Field(description="Tumor location containing this text, e.g. breast."),
+        Field(description="Text, e.g. breast."),
     ] = None
     modality: Annotated[
         Text | None,
-        Field(description="A DICOM modality held, e.g. CT, MR, SM."),
+        Field(description="E.g. CT, MR, SM."),
     ] = None
-    limit: Annotated[int, clamp(1, 100), Field(description="Collections per page, 1..100.")] = 20
+    limit: Annotated[int, clamp(1, 100), Field(description="1..100.")] = 20
     offset: Offset = 0
 
 
@@ -274,9 +274,7 @@ class GetCollectionParams(Params):
     collection_id: Annotated[
         str,
         StringConstraints(min_length=1, max_length=200),
-        Field(
-            description="A collection_id such as 'tcga_luad' (its name, 'TCGA-LUAD', also works)."
-        ),
+        Field(description="E.g. 'tcga_luad' or 'TCGA-LUAD'."),
     ]
 
 
@@ -368,13 +366,9 @@ def get_collection(release: Release, params: GetCollectionParams) -> dict[str, A
 
 
 class ListAnalysisResultsParams(Params):
-    collection_id: Annotated[
-        Text | None, Field(description="Keep analysis results that annotate this collection.")
-    ] = None
-    modality: Annotated[
-        Text | None, Field(description="Keep analysis results of this modality, e.g. SEG, SR.")
-    ] = None
-    limit: Annotated[int, clamp(1, 100), Field(description="Results per page, 1..100.")] = 30
+    collection_id: Text | None = None
+    modality: Annotated[Text | None, Field(description="E.g. SEG, SR.")] = None
+    limit: Annotated[int, clamp(1, 100), Field(description="1..100.")] = 30
     offset: Offset = 0
 
 
@@ -388,6 +382,7 @@ class ListAnalysisResultsParams(Params):
         "license, modalities, annotated collections and series count. Call it to find AI "
         "or expert annotations. "
         "Filter a cohort with analysis_result_id in build_cohort."
+        " collection_id keeps analysis results that annotate that collection."
     ),
 )
 def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -> dict[str, Any]:
@@ -445,11 +440,8 @@ def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -
 class SearchIdcParams(Params):
     query: Query
     method: Method = "hybrid"
-    kind: Annotated[
-        Literal["collection", "analysis_result"] | None,
-        Field(description="Restrict to collections or to analysis results."),
-    ] = None
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    kind: Literal["collection", "analysis_result"] | None = None
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 10
     explain: Explain = False
 
 
@@ -545,20 +537,14 @@ class AttributeValuesParams(Params):
     attribute: Annotated[
         str,
         StringConstraints(min_length=1, max_length=100),
-        Field(
-            description="An attribute from list_attributes or list_index_attributes, e.g. "
-            "Modality or SegmentedPropertyType_CodeMeanings."
-        ),
+        Field(description="E.g. Modality, from list_attributes."),
     ]
-    limit: Annotated[int, clamp(1, 500), Field(description="Values to return, 1..500.")] = 50
+    limit: Annotated[int, clamp(1, 500), Field(description="1..500.")] = 50
     contains: Annotated[
         Text | None,
-        Field(description="Keep values containing this text (case-insensitive)."),
+        Field(description="Case-insensitive substring."),
     ] = None
-    filters: Annotated[
-        Filters | None,
-        Field(description="Count only series matching these filters."),
-    ] = None
+    filters: Filters | None = None
 
 
 @tool(
@@ -572,6 +558,8 @@ class AttributeValuesParams(Params):
         " cased as stored. "
         "Optionally within a selection (filters) or containing a word (contains); the total "
         "number of distinct values is given."
+        " attribute comes from list_attributes or list_index_attributes (e.g. "
+        "SegmentedPropertyType_CodeMeanings); filters count only the series they select."
     ),
 )
 def get_attribute_values(release: Release, params: AttributeValuesParams) -> dict[str, Any]:

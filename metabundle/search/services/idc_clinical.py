@@ -28,7 +28,7 @@ TOP_VALUES = 10
 TableName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=200, strip_whitespace=True),
-    Field(description="A short_table_name from list_clinical_tables, e.g. 'nlst_prsn'."),
+    Field(description="A short_table_name, e.g. 'nlst_prsn'."),
 ]
 JOIN_NOTE = (
     "Clinical rows join to imaging by dicom_patient_id = PatientID within the collection; "
@@ -37,10 +37,8 @@ JOIN_NOTE = (
 
 
 class ListClinicalTablesParams(Params):
-    collection_id: Annotated[
-        Text | None, Field(description="Keep the tables of this collection.")
-    ] = None
-    limit: Annotated[int, clamp(1, 200), Field(description="Tables per page, 1..200.")] = 50
+    collection_id: Text | None = None
+    limit: Annotated[int, clamp(1, 200), Field(description="1..200.")] = 50
     offset: Offset = 0
 
 
@@ -164,11 +162,8 @@ class ClinicalValuesParams(Params):
             f"{MAX_COLUMNS}.",
         ),
     ] = None
-    filters: Annotated[
-        Filters | None,
-        Field(description="Keep the patients of the series these build_cohort filters select."),
-    ] = None
-    limit: Annotated[int, clamp(0, 200), Field(description="Rows to return, 0..200.")] = 20
+    filters: Filters | None = None
+    limit: Annotated[int, clamp(0, 200), Field(description="0..200.")] = 20
     offset: Offset = 0
 
 
@@ -201,6 +196,7 @@ def _columns(release: Release, table: str, wanted: list[str] | None) -> list[str
         " patients of a build_cohort selection (joined by patient), with the most "
         "frequent values of each column. Call it for stage, survival or treatment of a "
         "cohort."
+        " filters keep the patients of the series those build_cohort filters select."
     ),
 )
 def get_clinical_values(release: Release, params: ClinicalValuesParams) -> dict[str, Any]:

@@ -89,8 +89,10 @@ class BuildCohortParams(Params):
         "Select IDC series with filters and get patient, study and series counts, size, "
         "breakdowns and a page of series. Call list_attributes and get_attribute_values "
         "first; heed warnings. "
-        "Filters map an attribute to a list of values or, for a numeric attribute, a {min, max} "
-        "range. Warnings flag, e.g., a value whose case differs from the stored one. Then call "
+        "Filters map an attribute to a list of values (ORed; null = missing) or, for a numeric "
+        "or date attribute, a {min, max} range (numbers; dates YYYY-MM-DD); attributes come "
+        "from list_attributes and list_index_attributes, values from get_attribute_values. "
+        "Warnings flag, e.g., a value whose case differs from the stored one. Then call "
         "get_cohort_urls for paged download manifests, get_citations and get_licenses; the "
         "answer carries the download commands of the whole selection."
     ),
@@ -125,7 +127,7 @@ def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
 class LicensesParams(Params):
     filters: Annotated[
         Filters | None,
-        Field(description="build_cohort filters; omit for the whole of IDC."),
+        Field(description="Omit for all of IDC."),
     ] = None
 
 

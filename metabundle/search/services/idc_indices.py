@@ -69,7 +69,7 @@ def attribute_entry(attribute: Attribute) -> dict[str, Any]:
 class IndexAttributesParams(Params):
     index: Annotated[
         IndexName | None,
-        Field(description="One index for its columns with descriptions; omit for all."),
+        Field(description="Omit for all."),
     ] = None
 
 

@@ -64,25 +64,19 @@ URL_NOTE = (
 
 class CohortUrlsParams(Params):
     filters: Filters
-    provider: Annotated[
-        Literal["aws", "gcs", "both"],
-        Field(description="Which cloud's prefixes and manifest to return (both are free)."),
-    ] = "both"
-    limit: Annotated[
-        int, clamp(0, MAX_PAGE), Field(description=f"Series per page, 0..{MAX_PAGE}.")
-    ] = DEFAULT_PAGE
+    provider: Literal["aws", "gcs", "both"] = "both"
+    limit: Annotated[int, clamp(0, MAX_PAGE), Field(description=f"0..{MAX_PAGE}.")] = DEFAULT_PAGE
     offset: Offset = 0
     files: Annotated[
         bool,
-        Field(description="Add per-file https URLs where the release lists the files (SM)."),
+        Field(description="Per-file URLs (SM)."),
     ] = False
     idc_version: Annotated[
         int | None,
         Field(
             ge=1,
             le=1000,
-            description="An earlier IDC data version (e.g. 20): the series "
-            "contents that version served, from prior_versions_index.",
+            description="An earlier IDC version, e.g. 20.",
         ),
     ] = None
 
@@ -118,6 +112,10 @@ def _current_version(release: Release) -> int:
         "commands that write and download the s5cmd manifest of the whole selection (s5cmd "
         "or idc-index's `idc download`); idc_version gives the manifest as of an earlier IDC "
         "release. The buckets are public: no account is needed."
+        " provider picks which cloud's prefixes and manifest to return (both are free); "
+        "files adds per-file https URLs where the release lists the files (SM); "
+        "idc_version gives the series contents an earlier IDC data version served, from "
+        "prior_versions_index."
     ),
 )
 def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any]:
@@ -195,16 +193,9 @@ Uid = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_white
 
 
 class ViewerParams(Params):
-    study_instance_uid: Annotated[
-        Uid | None, Field(description="The DICOM StudyInstanceUID (optional with a series).")
-    ] = None
-    series_instance_uid: Annotated[
-        Uid | None, Field(description="A SeriesInstanceUID to open (its study is looked up).")
-    ] = None
-    viewer: Annotated[
-        Literal["auto", "ohif_v3", "slim"],
-        Field(description="auto: SLIM for slide microscopy (SM), OHIF v3 otherwise."),
-    ] = "auto"
+    study_instance_uid: Annotated[Uid | None, Field(description="Optional with a series.")] = None
+    series_instance_uid: Uid | None = None
+    viewer: Literal["auto", "ohif_v3", "slim"] = "auto"
 
 
 def _study_series(release: Release, study: str) -> list[dict[str, Any]]:
@@ -279,6 +270,8 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
         "OHIF for radiology). Call it to let a user look at images found with "
         "build_cohort. "
         "No download or account is needed."
+        " A series' study is looked up; viewer auto opens SLIM for slide microscopy (SM),"
+        " OHIF v3 otherwise."
     ),
 )
 def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:

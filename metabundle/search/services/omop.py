@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from metabundle.search.coverage import missing
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_found
@@ -54,23 +54,17 @@ MAX_NAVIGATE_IDS = 100
 MAX_PARENT_IDS = 20
 
 ConceptId = Annotated[
-    int, Field(ge=1, le=MAX_CONCEPT_ID, description="An OMOP concept_id (1..2^63-1).")
+    int, Field(ge=1, le=MAX_CONCEPT_ID), WithJsonSchema({"type": "integer", "minimum": 1})
 ]
 Domain = Annotated[
     str | None,
-    Field(max_length=64, description="Only concepts of this domain_id, e.g. Condition, Drug."),
+    Field(max_length=64, description="E.g. Condition."),
 ]
 Vocabulary = Annotated[
     str | None,
-    Field(max_length=64, description="Only concepts of this vocabulary_id, e.g. SNOMED, ICD10CM."),
+    Field(max_length=64, description="E.g. SNOMED, ICD10CM."),
 ]
-StandardOnly = Annotated[
-    bool, Field(description="Only standard concepts (standard_concept = 'S').")
-]
-IncludeSynonyms = Annotated[
-    bool, Field(description="Also match concept_synonym_name (match_source 'synonym').")
-]
-SearchLimit = Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")]
+SearchLimit = Annotated[int, clamp(1, 50), Field(description="1..50.")]
 
 
 def _filter(
@@ -104,8 +98,8 @@ class ExactParams(Params):
     query: Query
     domain: Domain = None
     vocabulary_id: Vocabulary = None
-    standard_only: StandardOnly = False
-    include_synonyms: IncludeSynonyms = True
+    standard_only: bool = False
+    include_synonyms: bool = True
     limit: SearchLimit = 20
 
 
@@ -120,6 +114,9 @@ class ExactParams(Params):
         "Name matches come before synonym matches; non-standard concepts are included, so call "
         "concept_navigate_to_standard for those with standard_concept false. No result: try "
         "concept_search_fulltext or embedding_search (or concept_ground, which chains them)."
+        " domain and vocabulary_id keep concepts of that domain_id or vocabulary_id; "
+        "standard_only keeps standard_concept = 'S'; include_synonyms also matches "
+        "concept_synonym_name (match_source 'synonym')."
     ),
 )
 def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
@@ -143,7 +140,7 @@ class FulltextParams(ExactParams):
         Field(
             ge=0.0,
             le=1.0,
-            description="Drop results whose rank is below this (0..1; 0 disables).",
+            description="0 disables.",
         ),
     ] = 0.0
 
@@ -163,6 +160,9 @@ class FulltextParams(ExactParams):
         "concept is returned only when a query word occurs in its name (match_source 'name') or, "
         "with include_synonyms, in a synonym ('synonym', matched_synonym given). If "
         "tsvector_available is false or results are empty, call embedding_search."
+        " domain and vocabulary_id keep concepts of that domain_id or vocabulary_id; "
+        "standard_only keeps standard_concept = 'S'; include_synonyms also matches "
+        "concept_synonym_name; min_rank (0..1) drops results ranked below it."
     ),
 )
 def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
@@ -220,7 +220,7 @@ class NavigateParams(Params):
         list[ConceptId],
         Field(
             max_length=MAX_NAVIGATE_IDS,
-            description=f"Concept ids to resolve, at most {MAX_NAVIGATE_IDS} per call.",
+            description="Concept ids.",
         ),
     ]
 
@@ -236,6 +236,7 @@ class NavigateParams(Params):
         "A standard concept maps to itself (relationship_id 'self'); a concept with no valid "
         "standard target gets []; ids not in the vocabulary are omitted; input order is kept "
         "(each id once)."
+        " concept_ids takes at most 100 ids per call."
     ),
 )
 def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
@@ -324,10 +325,8 @@ class EmbeddingParams(Params):
     limit: SearchLimit = 10
     domain: Domain = None
     vocabulary_id: Vocabulary = None
-    standard_only: StandardOnly = False
-    active_only: Annotated[
-        bool, Field(description="Only valid concepts (invalid_reason is null).")
-    ] = True
+    standard_only: bool = False
+    active_only: bool = True
 
 
 @tool(
@@ -342,6 +341,8 @@ class EmbeddingParams(Params):
         "Each result has similarity (cosine, not a probability). Fails with "
         "embeddings_unavailable when the release or server has no query embeddings: then use "
         "concept_search_fulltext. Map non-standard results with concept_navigate_to_standard."
+        " active_only keeps valid concepts (invalid_reason is null); standard_only keeps "
+        "standard_concept = 'S'."
     ),
 )
 def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
@@ -374,26 +375,20 @@ def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any
 
 class GroundParams(Params):
     query: Query
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 5
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 5
     domain: Domain = None
     vocabulary_id: Annotated[
         str | None,
-        Field(
-            max_length=64,
-            description="Match only this vocabulary (results are still standard), e.g. ICD10CM.",
-        ),
+        Field(max_length=64),
     ] = None
     parent_ids: Annotated[
         list[ConceptId] | None,
         Field(
             max_length=MAX_PARENT_IDS,
-            description="Keep results under these concepts (at most 20).",
+            description="Keep results under these concepts.",
         ),
     ] = None
-    include_non_standard: Annotated[
-        bool,
-        Field(description="Also list matched concepts with no standard mapping, flagged."),
-    ] = False
+    include_non_standard: bool = False
 
 
 @tool(
@@ -412,6 +407,9 @@ class GroundParams(Params):
         "parent_ids to keep only descendants of given concepts. Call concept_get on a result "
         "for its hierarchy; use the primitives "
         "(concept_search_exact and friends) to control the strategy yourself."
+        " vocabulary_id matches in that vocabulary only (results are still standard); "
+        "parent_ids keeps results under those concepts; include_non_standard also lists "
+        "matched concepts with no standard mapping, flagged."
     ),
 )
 def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
@@ -452,11 +450,11 @@ class GetParams(Params):
     max_related: Annotated[
         int,
         clamp(1, 200),
-        Field(description="Items per list (synonyms, relationships, ancestors, descendants)."),
+        Field(description="Items per list."),
     ] = 25
     relationship_id: Annotated[
         str | None,
-        Field(max_length=64, description="Only relationships of this kind, e.g. 'Maps to'."),
+        Field(max_length=64, description="E.g. 'Maps to'."),
     ] = None
 
 
@@ -523,6 +521,7 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
         "Relationships are counted per kind (e.g. 'Maps to', 'Is a'); ancestors and descendants "
         "come from omop_concept_ancestor with levels of separation; related concepts missing from"
         " this release have in_release false and no name."
+        " max_related caps each list (synonyms, relationships, ancestors, descendants)."
     ),
 )
 def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
