@@ -24,6 +24,7 @@ EXAMPLE_CALLS: dict[str, dict[str, Any]] = {
     "get_dbgap_study": {"study_id": "phs000286.v6.p2"},
     "search_dbgap_catalog": {"study_id": "phs000286.v6.p2", "query": "systolic blood pressure"},
     "get_dbgap_variable": {"variable_id": "phv00000002"},
+    "find_variables_across_studies": {"query": "systolic blood pressure"},
     # UK Biobank
     "search_ukb_fields": {"query": "body mass index"},
     "get_ukb_field": {"field_id": 41270},
@@ -38,6 +39,17 @@ EXAMPLE_CALLS: dict[str, dict[str, Any]] = {
     "embedding_search": {"query": "bleeding in the stomach"},
     "concept_ground": {"query": "type 2 diabetes"},
     "concept_get": {"concept_id": 201826},
+    "concept_crosswalk": {"concept_id": 201826},
+    "concept_set_resolve": {
+        "expression": {"items": [{"concept": {"CONCEPT_ID": 201826}, "includeDescendants": True}]}
+    },
+    "concept_ancestors": {"concept_id": 4001336},
+    "concept_descendants": {"concept_id": 4001336},
+    "concept_relationships": {"concept_id": 201826},
+    "concept_path": {"source_id": 35208414, "target_id": 192671},
+    "concept_by_code": {"vocabulary_id": "ICD10CM", "concept_code": "K92.2"},
+    "concept_nearest_standard_ancestor": {"concept_id": 35208414},
+    "embedding_neighbours": {"concept_id": 201826},
     # IDC
     "get_idc_version": {},
     "get_stats": {},
@@ -46,11 +58,15 @@ EXAMPLE_CALLS: dict[str, dict[str, Any]] = {
     "list_analysis_results": {},
     "search_idc": {"query": "lung cancer CT"},
     "list_attributes": {},
+    "list_index_attributes": {"index": "seg_index"},
     "get_attribute_values": {"attribute": "BodyPartExamined", "filters": CT},
     "build_cohort": {"filters": CT},
     "get_citations": {"filters": CT},
     "get_licenses": {"filters": CT},
     "get_cohort_urls": {"filters": {"Modality": ["US"], "collection_id": ["cptac_pda"]}},
+    "list_clinical_tables": {"collection_id": "nlst"},
+    "get_clinical_table_schema": {"table": "nlst_prsn"},
+    "get_clinical_values": {"table": "nlst_prsn", "filters": CT},
     "get_viewer_url": {
         "study_instance_uid": "1.3.6.1.4.1.14519.5.2.1.1078.3273.1078.3273.43383902521229616907",
         "series_instance_uid": "1.3.6.1.4.1.14519.5.2.1.1078.3273.1078.3273.33030494760673582600",

@@ -45,16 +45,16 @@ Query = Annotated[
     str,
     StringConstraints(max_length=MAX_QUERY_CHARS),
     AfterValidator(_not_blank),
-    Field(description="Words, a phrase, an identifier or a code."),
+    Field(description="Text to find."),
 ]
 
 Explain = Annotated[
     bool,
-    Field(description="Add the ranking rules to retrieval."),
+    Field(description="Add ranking rules."),
 ]
 
 
-ARRAY_FORMS = "Or JSON or comma-separated text."
+ARRAY_FORMS = "Or JSON or CSV text."
 OBJECT_FORMS = "Or JSON text."
 Container = Literal["array", "object"]
 

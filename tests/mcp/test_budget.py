@@ -30,6 +30,7 @@ from metabundle.search.budget import (
 from metabundle.search.examples import EXAMPLE_CALLS, SEARCH_TOOLS
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
+from tests.support.examples import TEST_CALLS
 from tests.support.payloads import json_objects
 
 TOOL_NAMES = [spec.name for spec in all_tools()]
@@ -67,7 +68,7 @@ async def test_tools_list_fits_the_budget_and_says_when_to_call(
 @pytest.fixture(scope="module")
 def answers(complete_release: Release) -> dict[str, dict[str, Any]]:
     """Every tool's default answer on the complete build."""
-    return {name: call_tool(complete_release, name, EXAMPLE_CALLS[name]) for name in TOOL_NAMES}
+    return {name: call_tool(complete_release, name, TEST_CALLS[name]) for name in TOOL_NAMES}
 
 
 @pytest.mark.parametrize("name", TOOL_NAMES)

@@ -20,11 +20,11 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from metabundle.search.examples import EXAMPLE_CALLS
 from metabundle.search.params import ARRAY_FORMS, OBJECT_FORMS, parameters_schema
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
 from tests.support.cli import clean_env, metabundle_command
+from tests.support.examples import TEST_CALLS
 from tests.support.idc_generated import CLINICAL_TABLE
 
 pytestmark = pytest.mark.anyio
@@ -151,7 +151,7 @@ async def test_every_tool_answers_the_independent_client_as_the_core(
     transport = stdio_transport(release_path)
     async with Client(transport) as client:
         for spec in all_tools():
-            arguments = EXAMPLE_CALLS[spec.name]
+            arguments = TEST_CALLS[spec.name]
             expected = json.loads(json.dumps(call_tool(release, spec.name, arguments)))
             assert "error" not in expected, (spec.name, expected)
             forms = [arguments] + [

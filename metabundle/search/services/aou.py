@@ -46,33 +46,25 @@ EhrRole = Literal["standard", "source", "classification"]
 
 class SearchAouParams(Params):
     query: Query
-    method: Annotated[
-        Method,
-        Field(description="hybrid (default), keyword or semantic (codes are not resolved)."),
-    ] = "hybrid"
-    limit: Annotated[
-        int, clamp(1, MAX_LIMIT), Field(description=f"Results to return, 1..{MAX_LIMIT}.")
-    ] = 10
-    variable_type: Annotated[
-        VariableType | None,
-        Field(description="Only this data type: ehr, survey, physical_measurement or fitbit."),
-    ] = None
+    method: Method = "hybrid"
+    limit: Annotated[int, clamp(1, MAX_LIMIT), Field(description=f"1..{MAX_LIMIT}.")] = 10
+    variable_type: VariableType | None = None
     ehr_domain: Annotated[
         str | None,
         Field(
             max_length=100,
-            description="OMOP domain, e.g. Condition; needs variable_type=ehr.",
+            description="Needs variable_type=ehr.",
         ),
     ] = None
     ehr_role: Annotated[
         EhrRole | None,
-        Field(description="standard, source or classification; requires variable_type=ehr."),
+        Field(description="Needs variable_type=ehr."),
     ] = None
     ehr_vocabulary: Annotated[
         str | None,
         Field(
             max_length=100,
-            description="OMOP vocabulary, e.g. LOINC; needs variable_type=ehr.",
+            description="Needs variable_type=ehr.",
         ),
     ] = None
     explain: Explain = False
@@ -83,8 +75,8 @@ class GetAouItemParams(Params):
         str,
         Field(
             max_length=100,
-            description="A result_id (aou.doc.<hex>), an OMOP concept id, a concept or "
-            "question code, or vocabulary:code.",
+            description="A result_id, OMOP concept id, concept or question code, or "
+            "vocabulary:code.",
         ),
     ]
 
@@ -135,17 +127,20 @@ def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "search_aou_catalog",
-    "Search the All of Us Data Browser catalogue: survey questions and answers, modules, physical"
-    " measurements and EHR concepts. Call it for any All of Us question (codes such as "
-    "loinc:8462-4 resolve first); then get_aou_item.",
+    "Call for any All of Us question: searches the Data Browser catalogue; then get_aou_item.",
     SearchAouParams,
     GROUP,
     guide=(
+        "Search the All of Us Data Browser catalogue: survey questions and answers, "
+        "modules, physical measurements and EHR concepts. Call it for any All of Us "
+        "question (codes such as loinc:8462-4 resolve first); then get_aou_item. "
         "Narrow with variable_type (ehr, survey, physical_measurement, fitbit); ehr_domain, "
         "ehr_role and ehr_vocabulary require variable_type=ehr. get_aou_item gives identifiers, "
         "links, answer choices, module and topic membership and concept relationships. Preserve "
         "is_variable: navigation and support hits are not variables. Hits show public metadata, "
         "not data availability for a participant or workspace."
+        " method semantic does not resolve codes; ehr_domain (an OMOP domain, e.g. "
+        "Condition), ehr_role and ehr_vocabulary (e.g. LOINC) need variable_type=ehr."
     ),
 )
 def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, Any]:
@@ -302,18 +297,21 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
 
 @tool(
     "get_aou_item",
-    "Get one All of Us item (by the result_id search_aou_catalog returned, or an OMOP concept id,"
-    " concept code or question code) with its codes, links, answer choices, membership and "
-    "relationships. Call it before citing an item.",
+    "Call before citing an All of Us item (a search_aou_catalog result_id or a code).",
     GetAouItemParams,
     GROUP,
     guide=(
+        "Get one All of Us item (by the result_id search_aou_catalog returned, or an OMOP"
+        " concept id, concept code or question code) with its codes, links, answer "
+        "choices, membership and relationships. Call it before citing an item. "
         "The record holds the question text, codes, domain, vocabulary and participant count (or "
         "why it is null), identifiers and aliases, public links (Data Browser page, survey PDFs, "
         "Athena), the answer choices of a question, the members of a module, topic or domain, "
         "where the item belongs (parent, survey module, topic) and its relationships (branching "
         "questions, family history answers, OMOP Maps to and Subsumes). Lists are capped and give"
         " their totals."
+        " result_id is a result_id (aou.doc.<hex>), an OMOP concept id, a concept or "
+        "question code, or vocabulary:code."
     ),
 )
 def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:

@@ -28,11 +28,12 @@ class NoParams(Params):
 
 @tool(
     "get_release_info",
-    "Call this first: the release version, its sources with upstream versions, row counts and "
-    "coverage, and the embedding model. Cite the version with any answer.",
+    "Call this first: release version, sources, counts and coverage; cite the version.",
     NoParams,
     GROUP,
     guide=(
+        "Call this first: the release version, its sources with upstream versions, row "
+        "counts and coverage, and the embedding model. Cite the version with any answer. "
         "When coverage.complete is false, say that an entity missing here may still exist upstream."
     ),
 )
@@ -66,10 +67,13 @@ def _release_tables(release: Release) -> dict[str, dict[str, Any]]:
 
 @tool(
     "list_tables",
-    "List every table with its source, row count and description. Call it before writing SQL for "
-    "run_sql, or when a property is missing from a tool's answer.",
+    "Call before writing SQL for run_sql: every table with source, rows and description.",
     NoParams,
     GROUP,
+    guide=(
+        "List every table with its source, row count and description. Call it before "
+        "writing SQL for run_sql, or when a property is missing from a tool's answer."
+    ),
 )
 def list_tables(release: Release, params: NoParams) -> dict[str, Any]:
     tables = [
@@ -90,10 +94,13 @@ class TableParams(Params):
 
 @tool(
     "get_table_schema",
-    "Get one table's columns (type, nullability, description, primary key). Call it before "
-    "run_sql so queries use real column names.",
+    "Call before run_sql to get one table's real column names and types.",
     TableParams,
     GROUP,
+    guide=(
+        "Get one table's columns (type, nullability, description, primary key). Call it "
+        "before run_sql so queries use real column names."
+    ),
 )
 def get_table_schema(release: Release, params: TableParams) -> dict[str, Any]:
     tables = _release_tables(release)
@@ -125,20 +132,21 @@ def get_table_schema(release: Release, params: TableParams) -> dict[str, Any]:
 class SqlParams(Params):
     sql: Annotated[
         str,
-        Field(max_length=20_000, description="One read-only SELECT (WITH ... SELECT allowed)."),
+        Field(max_length=20_000, description="One SELECT (or WITH)."),
     ]
-    max_rows: Annotated[int, clamp(1, MAX_ROWS), Field(description=f"Row cap, 1..{MAX_ROWS}.")] = (
+    max_rows: Annotated[int, clamp(1, MAX_ROWS), Field(description=f"1..{MAX_ROWS}.")] = (
         DEFAULT_MAX_ROWS
     )
 
 
 @tool(
     "run_sql",
-    "Run one read-only DuckDB SELECT over the release when the curated tools cannot answer. Call "
-    "list_tables and get_table_schema first.",
+    "Use when curated tools cannot answer: one read-only DuckDB SELECT (get_table_schema first).",
     SqlParams,
     GROUP,
     guide=(
+        "Run one read-only DuckDB SELECT over the release when the curated tools cannot "
+        "answer. Call list_tables and get_table_schema first. "
         "Only SELECT is accepted; files, URLs, ATTACH, COPY, SET and extensions are refused; rows"
         " are capped (truncated tells you) and slow queries are stopped."
     ),
@@ -176,24 +184,25 @@ class SearchAllParams(Params):
     method: Method = "hybrid"
     sources: Annotated[
         list[str] | None,
-        Field(max_length=10, description="Restrict to these sources (dbgap, ukb, aou, omop, idc)."),
+        Field(max_length=10, description="dbgap, ukb, aou, omop, idc."),
     ] = None
     kinds: Annotated[
         list[str] | None,
-        Field(max_length=20, description="Restrict to these kinds, e.g. variable, field."),
+        Field(max_length=20, description="E.g. variable, field."),
     ] = None
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 10
     explain: Explain = False
 
 
 @tool(
     "search_all",
-    "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, IDC) for one ranked list, "
-    "each item labelled with its source and kind. Call it when you do not know which source "
-    "measures something.",
+    "Call when you do not know which source (dbGaP, UKB, All of Us, OMOP, IDC) measures something.",
     SearchAllParams,
     GROUP,
     guide=(
+        "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, IDC) for one "
+        "ranked list, each item labelled with its source and kind. Call it when you do "
+        "not know which source measures something. "
         "Then use the source's own tools for details. Exact identifiers and aliases rank first."
     ),
 )

@@ -39,8 +39,7 @@ STUDY_ID = Annotated[
     str,
     Field(
         max_length=100,
-        description="Full versioned dbGaP study accession, e.g. phs000286.v7.p2 "
-        "(from resolve_dbgap_study).",
+        description="Versioned accession, e.g. phs000286.v7.p2.",
     ),
 ]
 
@@ -56,16 +55,18 @@ class ResolveParams(Params):
             description="A study name, acronym, dbGaP URL or accession (phs000286).",
         ),
     ]
-    limit: Annotated[int, clamp(1, 20), Field(description="Candidates to return, 1..20.")] = 10
+    limit: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 10
 
 
 @tool(
     "resolve_dbgap_study",
-    "Call this first whenever a dbGaP study is named (name, acronym, study URL or accession): it "
-    "returns the recommended full versioned accession and ranked alternatives.",
+    "Call first whenever a dbGaP study is named, to get its full versioned accession.",
     ResolveParams,
     GROUP,
     guide=(
+        "Call this first whenever a dbGaP study is named (name, acronym, study URL or "
+        "accession): it returns the recommended full versioned accession and ranked "
+        "alternatives. "
         "Alternatives carry their dataset and variable counts and their relation to the "
         "recommended study; its sub-studies are listed. A resolution block says how it "
         "matched. The match is heuristic: confirm it, then call "
@@ -176,11 +177,13 @@ def metadata_scope(release: Release, study: StudyVersion) -> dict[str, Any]:
 
 @tool(
     "get_dbgap_study",
-    "Get one dbGaP study version's metadata, counts, datasets, documents and other versions. Call"
-    " it with the full versioned accession from resolve_dbgap_study; then search_dbgap_catalog.",
+    "Call with an accession from resolve_dbgap_study for a study's metadata and datasets.",
     StudyParams,
     GROUP,
     guide=(
+        "Get one dbGaP study version's metadata, counts, datasets, documents and other "
+        "versions. Call it with the full versioned accession from resolve_dbgap_study; "
+        "then search_dbgap_catalog. "
         "The study block holds name, description, diseases, design, molecular data types, consent"
         " groups, dates, parent study and counts; datasets and documents are capped with totals. "
         "Check metadata_scope: 'base' means some parts come from another version of the same "
@@ -260,31 +263,27 @@ def get_dbgap_study(release: Release, params: StudyParams) -> dict[str, Any]:
 class CatalogParams(Params):
     study_id: STUDY_ID
     query: Query
-    kind: Annotated[
-        Literal["variable", "dataset", "document"],
-        Field(description="What to search: variable (default), dataset or document."),
-    ] = "variable"
+    kind: Literal["variable", "dataset", "document"] = "variable"
     method: Method = "hybrid"
-    limit: Annotated[int, clamp(1, 20), Field(description="Results to return, 1..20.")] = 10
-    include_stats: Annotated[
-        bool,
-        Field(description="Add variables' summary statistics from their variable reports."),
-    ] = False
+    limit: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 10
+    include_stats: bool = False
     explain: Explain = False
 
 
 @tool(
     "search_dbgap_catalog",
-    "Search one dbGaP study version's variables (default), datasets or documents. Call it with "
-    "the full versioned study_id from resolve_dbgap_study; cite canonical_url and the exact "
-    "accessions.",
+    "Call with a versioned study_id to search one dbGaP study's variables or documents.",
     CatalogParams,
     GROUP,
     guide=(
+        "Search one dbGaP study version's variables (default), datasets or documents. "
+        "Call it with the full versioned study_id from resolve_dbgap_study; cite "
+        "canonical_url and the exact accessions. "
         "method: hybrid (default; 0.3 keyword + 0.7 semantic), keyword or semantic. Documents are"
         " matched by title only (keyword: the title contains the query; their contents are not "
         "indexed). include_stats=true adds variables' summary statistics. A match documents a "
         "variable; it does not establish data access or availability."
+        " include_stats adds variables' summary statistics from their variable reports."
     ),
 )
 def search_dbgap_catalog(release: Release, params: CatalogParams) -> dict[str, Any]:

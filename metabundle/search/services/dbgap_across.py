@@ -67,32 +67,25 @@ class AcrossParams(Params):
         list[Annotated[str, Field(max_length=40)]] | None,
         Field(
             max_length=MAX_STUDY_FILTER,
-            description="Only these studies: accessions, with or without version "
-            "(phs000007, phs000209.v13.p3); names go through resolve_dbgap_study first.",
+            description="Accessions, versioned or not.",
         ),
     ] = None
     parent_study: Annotated[
         str | None,
         Field(
             max_length=40,
-            description="Only this study and the studies that declare it their parent "
-            "(an accession, e.g. phs000007).",
+            description="An accession; its child studies too.",
         ),
     ] = None
     disease: Annotated[
         str | None,
         Field(
             max_length=200,
-            description="Only studies whose disease/focus contains this text, e.g. "
-            "'Cardiovascular Diseases' (get_dbgap_study lists a study's).",
+            description="Text in a study's disease/focus.",
         ),
     ] = None
-    per_study: Annotated[
-        int, clamp(1, MAX_PER_STUDY), Field(description="Variables per study, 1..10.")
-    ] = 3
-    limit: Annotated[
-        int, clamp(1, MAX_STUDIES_LISTED), Field(description="Studies to return, 1..50.")
-    ] = 20
+    per_study: Annotated[int, clamp(1, MAX_PER_STUDY), Field(description="1..10.")] = 3
+    limit: Annotated[int, clamp(1, MAX_STUDIES_LISTED), Field(description="1..50.")] = 20
     method: Method = "hybrid"
 
 
@@ -246,13 +239,21 @@ def variable_item(item: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "find_variables_across_studies",
-    "Call this to find the dbGaP variables that measure one concept in many studies at "
-    "once (harmonizing cohorts: e.g. systolic blood pressure in Framingham, MESA, JHS): "
-    "the best per_study variables of each study, studies ordered by their best match, "
-    "optionally only some studies, a parent study's family or a disease/focus. Then "
-    "call get_dbgap_variable for a variable's values.",
+    "Call to find the dbGaP variables measuring one concept in many studies at once.",
     AcrossParams,
     GROUP,
+    guide=(
+        "Call this to find the dbGaP variables that measure one concept in many studies "
+        "at once (harmonizing cohorts: e.g. systolic blood pressure in Framingham, MESA, "
+        "JHS): the best per_study variables of each study, studies ordered by their best "
+        "match, optionally only some studies, a parent study's family or a disease/focus."
+        " Then call get_dbgap_variable for a variable's values."
+        " studies takes accessions with or without version (phs000007, phs000209.v13.p3);"
+        " names go through resolve_dbgap_study first. parent_study keeps that study and "
+        "the studies that declare it their parent. disease keeps studies whose "
+        "disease/focus contains the text, e.g. 'Cardiovascular Diseases' (get_dbgap_study"
+        " lists a study's)."
+    ),
 )
 def find_variables_across_studies(release: Release, params: AcrossParams) -> dict[str, Any]:
     searched = scope(release, params)

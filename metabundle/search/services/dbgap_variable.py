@@ -111,12 +111,13 @@ def coded_values(release: Release, variable_id: str) -> dict[str, Any]:
 
 @tool(
     "get_dbgap_variable",
-    "Get one dbGaP variable with its coded values and labels (with counts where reported) and its"
-    " statistics. Call it with an id from search_dbgap_catalog (or a phv accession) to learn what"
-    " a code means.",
+    "Call with a search_dbgap_catalog id or phv accession for a variable's coded values.",
     VariableParams,
     "dbgap",
     guide=(
+        "Get one dbGaP variable with its coded values and labels (with counts where "
+        "reported) and its statistics. Call it with an id from search_dbgap_catalog (or a"
+        " phv accession) to learn what a code means. "
         "The answer holds name, description, type, units, range and comment, its dataset and "
         "study, and each coded value's count over all subjects where dbGaP's variable report "
         "gives one. Cite canonical_url; a variable's documentation does not establish data "

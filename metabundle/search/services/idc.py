@@ -51,7 +51,7 @@ Text = Annotated[str, StringConstraints(max_length=200)]
 MAX_OFFSET = 1_000_000_000
 Offset = Annotated[
     int,
-    Field(ge=0, description="Rows to skip (paging), from 0."),
+    Field(ge=0),
     clamp(0, MAX_OFFSET),
 ]
 DESCRIPTION_CHARS = 300
@@ -85,11 +85,15 @@ def _page(rows: list[Any], limit: int, offset: int) -> dict[str, Any]:
 
 @tool(
     "get_idc_version",
-    "Call this first for Imaging Data Commons questions: the IDC data release this snapshot holds"
-    " (e.g. v25) and its date. Cite the IDC version with any IDC answer.",
+    "Call first for IDC questions: the IDC data release held; cite it.",
     NoParams,
     GROUP,
-    guide=("It also names the idc-index-data package version the data was read from."),
+    guide=(
+        "Call this first for Imaging Data Commons questions: the IDC data release this "
+        "snapshot holds (e.g. v25) and its date. Cite the IDC version with any IDC "
+        "answer. "
+        "It also names the idc-index-data package version the data was read from."
+    ),
 )
 def get_idc_version(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -120,10 +124,14 @@ def _breakdown(release: Release, column: str) -> list[dict[str, Any]]:
 
 @tool(
     "get_stats",
-    "Headline counts of Imaging Data Commons (collections, patients, series, size, per modality "
-    "and license). Call it to size IDC as a whole; use build_cohort for a selection.",
+    "Call to size IDC as a whole (collections, patients, series, size).",
     NoParams,
     GROUP,
+    guide=(
+        "Headline counts of Imaging Data Commons (collections, patients, series, size, "
+        "per modality and license). Call it to size IDC as a whole; use build_cohort for "
+        "a selection."
+    ),
 )
 def get_stats(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -161,17 +169,17 @@ _ELEMENT_MATCH = (
 class ListCollectionsParams(Params):
     cancer_type: Annotated[
         Text | None,
-        Field(description="Cancer type containing this text, e.g. lung."),
+        Field(description="Text, e.g. lung."),
     ] = None
     tumor_location: Annotated[
         Text | None,
-        Field(description="Tumor location containing this text, e.g. breast."),
+        Field(description="Text, e.g. breast."),
     ] = None
     modality: Annotated[
         Text | None,
-        Field(description="A DICOM modality held, e.g. CT, MR, SM."),
+        Field(description="E.g. CT, MR, SM."),
     ] = None
-    limit: Annotated[int, clamp(1, 100), Field(description="Collections per page, 1..100.")] = 20
+    limit: Annotated[int, clamp(1, 100), Field(description="1..100.")] = 20
     offset: Offset = 0
 
 
@@ -202,11 +210,15 @@ def _collection_vocabulary(release: Release, column: str) -> list[str]:
 
 @tool(
     "list_collections",
-    "List IDC collections, optionally by cancer type, tumor location or modality; paged, with the"
-    " total. Call it to find collections for a disease or body site; then get_collection.",
+    "Call to find IDC collections by cancer type, tumor location or modality.",
     ListCollectionsParams,
     GROUP,
-    guide=("build_cohort with a collection_id filter counts a collection's series."),
+    guide=(
+        "List IDC collections, optionally by cancer type, tumor location or modality; "
+        "paged, with the total. Call it to find collections for a disease or body site; "
+        "then get_collection. "
+        "build_cohort with a collection_id filter counts a collection's series."
+    ),
 )
 def list_collections(release: Release, params: ListCollectionsParams) -> dict[str, Any]:
     require_idc(release)
@@ -262,9 +274,7 @@ class GetCollectionParams(Params):
     collection_id: Annotated[
         str,
         StringConstraints(min_length=1, max_length=200),
-        Field(
-            description="A collection_id such as 'tcga_luad' (its name, 'TCGA-LUAD', also works)."
-        ),
+        Field(description="E.g. 'tcga_luad' or 'TCGA-LUAD'."),
     ]
 
 
@@ -311,11 +321,15 @@ def _collection_series(release: Release, collection_id: str) -> dict[str, Any]:
 
 @tool(
     "get_collection",
-    "Get one IDC collection: description, cancer types, sites, licenses, DOIs with citations, "
-    "counts, size, modalities and analysis results. Call it after list_collections or search_idc.",
+    "Call after list_collections or search_idc for one IDC collection's details.",
     GetCollectionParams,
     GROUP,
-    guide=("Then call build_cohort to select its series or get_citations to cite it."),
+    guide=(
+        "Get one IDC collection: description, cancer types, sites, licenses, DOIs with "
+        "citations, counts, size, modalities and analysis results. Call it after "
+        "list_collections or search_idc. "
+        "Then call build_cohort to select its series or get_citations to cite it."
+    ),
 )
 def get_collection(release: Release, params: GetCollectionParams) -> dict[str, Any]:
     require_idc(release)
@@ -352,24 +366,24 @@ def get_collection(release: Release, params: GetCollectionParams) -> dict[str, A
 
 
 class ListAnalysisResultsParams(Params):
-    collection_id: Annotated[
-        Text | None, Field(description="Keep analysis results that annotate this collection.")
-    ] = None
-    modality: Annotated[
-        Text | None, Field(description="Keep analysis results of this modality, e.g. SEG, SR.")
-    ] = None
-    limit: Annotated[int, clamp(1, 100), Field(description="Results per page, 1..100.")] = 30
+    collection_id: Text | None = None
+    modality: Annotated[Text | None, Field(description="E.g. SEG, SR.")] = None
+    limit: Annotated[int, clamp(1, 100), Field(description="1..100.")] = 30
     offset: Offset = 0
 
 
 @tool(
     "list_analysis_results",
-    "List IDC analysis results (segmentations, annotations, radiomics) with DOI, license, "
-    "modalities, annotated collections and series count. Call it to find AI or expert "
-    "annotations.",
+    "Call to find IDC AI or expert annotations (segmentations, radiomics).",
     ListAnalysisResultsParams,
     GROUP,
-    guide=("Filter a cohort with analysis_result_id in build_cohort."),
+    guide=(
+        "List IDC analysis results (segmentations, annotations, radiomics) with DOI, "
+        "license, modalities, annotated collections and series count. Call it to find AI "
+        "or expert annotations. "
+        "Filter a cohort with analysis_result_id in build_cohort."
+        " collection_id keeps analysis results that annotate that collection."
+    ),
 )
 def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -> dict[str, Any]:
     require_idc(release)
@@ -426,11 +440,8 @@ def list_analysis_results(release: Release, params: ListAnalysisResultsParams) -
 class SearchIdcParams(Params):
     query: Query
     method: Method = "hybrid"
-    kind: Annotated[
-        Literal["collection", "analysis_result"] | None,
-        Field(description="Restrict to collections or to analysis results."),
-    ] = None
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
+    kind: Literal["collection", "analysis_result"] | None = None
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 10
     explain: Explain = False
 
 
@@ -464,11 +475,13 @@ def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str
 
 @tool(
     "search_idc",
-    "Search IDC collections and analysis results by meaning or keywords (disease, organ, "
-    "modality, trial, DOI). Call it when list_collections' word filters are too narrow.",
+    "Call when list_collections' filters are too narrow: searches IDC collections by meaning.",
     SearchIdcParams,
     GROUP,
     guide=(
+        "Search IDC collections and analysis results by meaning or keywords (disease, "
+        "organ, modality, trial, DOI). Call it when list_collections' word filters are "
+        "too narrow. "
         "Exact ids and DOIs rank first. Then call get_collection or list_analysis_results for "
         "details."
     ),
@@ -502,11 +515,14 @@ def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
 
 @tool(
     "list_attributes",
-    "List the series attributes IDC cohorts filter on (columns of idc_series) with type and "
-    "description. Call it before build_cohort, then get_attribute_values.",
+    "Call before build_cohort: the series attributes IDC filters on.",
     NoParams,
     GROUP,
-    guide=("A property not in this list may live elsewhere: check list_tables."),
+    guide=(
+        "List the series attributes IDC cohorts filter on (columns of idc_series) with "
+        "type and description. Call it before build_cohort, then get_attribute_values. "
+        "A property not in this list may live elsewhere: check list_tables."
+    ),
 )
 def list_attributes(release: Release, params: NoParams) -> dict[str, Any]:
     require_idc(release)
@@ -521,31 +537,29 @@ class AttributeValuesParams(Params):
     attribute: Annotated[
         str,
         StringConstraints(min_length=1, max_length=100),
-        Field(
-            description="An attribute from list_attributes or list_index_attributes, e.g. "
-            "Modality or SegmentedPropertyType_CodeMeanings."
-        ),
+        Field(description="E.g. Modality, from list_attributes."),
     ]
-    limit: Annotated[int, clamp(1, 500), Field(description="Values to return, 1..500.")] = 50
+    limit: Annotated[int, clamp(1, 500), Field(description="1..500.")] = 50
     contains: Annotated[
         Text | None,
-        Field(description="Keep values containing this text (case-insensitive)."),
+        Field(description="Case-insensitive substring."),
     ] = None
-    filters: Annotated[
-        Filters | None,
-        Field(description="Count only series matching these filters."),
-    ] = None
+    filters: Filters | None = None
 
 
 @tool(
     "get_attribute_values",
-    "Get the distinct values of one series attribute with series counts, most frequent first. "
-    "Call it before filtering so build_cohort uses values spelled and cased as stored.",
+    "Call before filtering so build_cohort uses an attribute's values as stored.",
     AttributeValuesParams,
     GROUP,
     guide=(
+        "Get the distinct values of one series attribute with series counts, most "
+        "frequent first. Call it before filtering so build_cohort uses values spelled and"
+        " cased as stored. "
         "Optionally within a selection (filters) or containing a word (contains); the total "
         "number of distinct values is given."
+        " attribute comes from list_attributes or list_index_attributes (e.g. "
+        "SegmentedPropertyType_CodeMeanings); filters count only the series they select."
     ),
 )
 def get_attribute_values(release: Release, params: AttributeValuesParams) -> dict[str, Any]:

@@ -258,21 +258,10 @@ def document(works: list[Work], citation_format: str) -> Any:
 
 
 class CitationsParams(Params):
-    collection_id: Annotated[
-        Text | None,
-        ParamField(description="Cite one collection (all its series, analysis results too)."),
-    ] = None
-    filters: Annotated[
-        Filters | None,
-        ParamField(description="Cite the sources of the series these build_cohort filters select."),
-    ] = None
-    format: Annotated[
-        CitationFormat,
-        ParamField(description="apa (text), bibtex, csl-json or turtle."),
-    ] = "apa"
-    limit: Annotated[int, clamp(1, 300), ParamField(description="Citations to return, 1..300.")] = (
-        50
-    )
+    collection_id: Text | None = None
+    filters: Filters | None = None
+    format: CitationFormat = "apa"
+    limit: Annotated[int, clamp(1, 300), ParamField(description="1..300.")] = 50
 
 
 def _citation_selection(release: Release, params: CitationsParams) -> Selection:
@@ -288,12 +277,18 @@ def _citation_selection(release: Release, params: CitationsParams) -> Selection:
 
 @tool(
     "get_citations",
-    "Get the citations for the data sources of a collection or of a filtered selection "
-    "of series (most-used source first, with DOI and license) in APA, BibTeX, CSL-JSON "
-    "or Turtle, plus the IDC acknowledgment. Call it whenever you report or hand over "
-    "IDC data, so the user can credit the data providers and IDC.",
+    "Call whenever you report or hand over IDC data, to credit its sources.",
     CitationsParams,
     GROUP,
+    guide=(
+        "Get the citations for the data sources of a collection or of a filtered "
+        "selection of series (most-used source first, with DOI and license) in APA, "
+        "BibTeX, CSL-JSON or Turtle, plus the IDC acknowledgment. Call it whenever you "
+        "report or hand over IDC data, so the user can credit the data providers and IDC."
+        " collection_id cites one collection (all its series, analysis results too); "
+        "filters cite the sources of the series those build_cohort filters select; format"
+        " apa is text."
+    ),
 )
 def get_citations(release: Release, params: CitationsParams) -> dict[str, Any]:
     require_idc(release)

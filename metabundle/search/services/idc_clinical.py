@@ -28,7 +28,7 @@ TOP_VALUES = 10
 TableName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=200, strip_whitespace=True),
-    Field(description="A short_table_name from list_clinical_tables, e.g. 'nlst_prsn'."),
+    Field(description="A short_table_name, e.g. 'nlst_prsn'."),
 ]
 JOIN_NOTE = (
     "Clinical rows join to imaging by dicom_patient_id = PatientID within the collection; "
@@ -37,21 +37,22 @@ JOIN_NOTE = (
 
 
 class ListClinicalTablesParams(Params):
-    collection_id: Annotated[
-        Text | None, Field(description="Keep the tables of this collection.")
-    ] = None
-    limit: Annotated[int, clamp(1, 200), Field(description="Tables per page, 1..200.")] = 50
+    collection_id: Text | None = None
+    limit: Annotated[int, clamp(1, 200), Field(description="1..200.")] = 50
     offset: Offset = 0
 
 
 @tool(
     "list_clinical_tables",
-    "List the clinical data tables that accompany Imaging Data Commons collections "
-    "(diagnosis, stage, treatment, outcome), with their columns, rows and patients. Call "
-    "it for non-imaging patient data; then get_clinical_table_schema and "
-    "get_clinical_values.",
+    "Call for non-imaging IDC patient data (diagnosis, stage, outcome): the clinical tables.",
     ListClinicalTablesParams,
     GROUP,
+    guide=(
+        "List the clinical data tables that accompany Imaging Data Commons collections "
+        "(diagnosis, stage, treatment, outcome), with their columns, rows and patients. "
+        "Call it for non-imaging patient data; then get_clinical_table_schema and "
+        "get_clinical_values."
+    ),
 )
 def list_clinical_tables(release: Release, params: ListClinicalTablesParams) -> dict[str, Any]:
     require_idc(release)
@@ -113,11 +114,14 @@ def _options(values: str | None) -> list[Any]:
 
 @tool(
     "get_clinical_table_schema",
-    "Get the columns of one Imaging Data Commons clinical table: name, human-readable "
-    "label, values seen, and how many rows fill each. Call it before "
-    "get_clinical_values to pick columns.",
+    "Call before get_clinical_values to pick columns of one IDC clinical table.",
     ClinicalSchemaParams,
     GROUP,
+    guide=(
+        "Get the columns of one Imaging Data Commons clinical table: name, human-readable"
+        " label, values seen, and how many rows fill each. Call it before "
+        "get_clinical_values to pick columns."
+    ),
 )
 def get_clinical_table_schema(release: Release, params: ClinicalSchemaParams) -> dict[str, Any]:
     require_idc(release)
@@ -158,11 +162,8 @@ class ClinicalValuesParams(Params):
             f"{MAX_COLUMNS}.",
         ),
     ] = None
-    filters: Annotated[
-        Filters | None,
-        Field(description="Keep the patients of the series these build_cohort filters select."),
-    ] = None
-    limit: Annotated[int, clamp(0, 200), Field(description="Rows to return, 0..200.")] = 20
+    filters: Filters | None = None
+    limit: Annotated[int, clamp(0, 200), Field(description="0..200.")] = 20
     offset: Offset = 0
 
 
@@ -187,11 +188,16 @@ def _columns(release: Release, table: str, wanted: list[str] | None) -> list[str
 
 @tool(
     "get_clinical_values",
-    "Get the rows of one Imaging Data Commons clinical table, optionally only for the "
-    "patients of a build_cohort selection (joined by patient), with the most frequent "
-    "values of each column. Call it for stage, survival or treatment of a cohort.",
+    "Call for stage, survival or treatment of an IDC cohort: rows of one clinical table.",
     ClinicalValuesParams,
     GROUP,
+    guide=(
+        "Get the rows of one Imaging Data Commons clinical table, optionally only for the"
+        " patients of a build_cohort selection (joined by patient), with the most "
+        "frequent values of each column. Call it for stage, survival or treatment of a "
+        "cohort."
+        " filters keep the patients of the series those build_cohort filters select."
+    ),
 )
 def get_clinical_values(release: Release, params: ClinicalValuesParams) -> dict[str, Any]:
     require_idc(release)

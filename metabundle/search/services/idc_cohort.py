@@ -82,13 +82,17 @@ class BuildCohortParams(Params):
 
 @tool(
     "build_cohort",
-    "Select IDC series with filters and get patient, study and series counts, size, breakdowns "
-    "and a page of series. Call list_attributes and get_attribute_values first; heed warnings.",
+    "Call to select IDC series with filters and count patients, studies, series and size.",
     BuildCohortParams,
     GROUP,
     guide=(
-        "Filters map an attribute to a list of values or, for a numeric attribute, a {min, max} "
-        "range. Warnings flag, e.g., a value whose case differs from the stored one. Then call "
+        "Select IDC series with filters and get patient, study and series counts, size, "
+        "breakdowns and a page of series. Call list_attributes and get_attribute_values "
+        "first; heed warnings. "
+        "Filters map an attribute to a list of values (ORed; null = missing) or, for a numeric "
+        "or date attribute, a {min, max} range (numbers; dates YYYY-MM-DD); attributes come "
+        "from list_attributes and list_index_attributes, values from get_attribute_values. "
+        "Warnings flag, e.g., a value whose case differs from the stored one. Then call "
         "get_cohort_urls for paged download manifests, get_citations and get_licenses; the "
         "answer carries the download commands of the whole selection."
     ),
@@ -123,16 +127,20 @@ def build_cohort(release: Release, params: BuildCohortParams) -> dict[str, Any]:
 class LicensesParams(Params):
     filters: Annotated[
         Filters | None,
-        Field(description="build_cohort filters; omit for the whole of IDC."),
+        Field(description="Omit for all of IDC."),
     ] = None
 
 
 @tool(
     "get_licenses",
-    "Get the license breakdown (series, patients, size per license, with URL) of a selection or "
-    "of all IDC. Call it before recommending data for reuse; flag non-commercial licenses.",
+    "Call before recommending IDC data for reuse: license breakdown of a selection.",
     LicensesParams,
     GROUP,
+    guide=(
+        "Get the license breakdown (series, patients, size per license, with URL) of a "
+        "selection or of all IDC. Call it before recommending data for reuse; flag "
+        "non-commercial licenses."
+    ),
 )
 def get_licenses(release: Release, params: LicensesParams) -> dict[str, Any]:
     require_idc(release)

@@ -71,12 +71,7 @@ ANALYSIS_NOTE = (
 )
 
 MAX_VALUE_CHARS = 1000
-SCALAR_SCHEMA: dict[str, Any] = {"type": ["string", "number", "boolean", "null"]}
-BOUND_SCHEMA: dict[str, Any] = {"type": ["number", "string"]}
-FILTER_VALUE_SCHEMA: dict[str, Any] = {
-    "type": ["array", "object", "string", "number", "null"],
-    "items": SCALAR_SCHEMA,
-}
+FILTER_VALUE_SCHEMA: dict[str, Any] = {"type": ["array", "object", "string", "number", "null"]}
 """A list of values, one value or a ``{"min", "max"}`` range (validated by the core)."""
 
 
@@ -152,9 +147,7 @@ Filters = Annotated[
     Field(
         max_length=MAX_ATTRIBUTES,
         description=(
-            'Attribute -> list of values (ORed; null = missing) or {"min", "max"} (numbers; '
-            'dates YYYY-MM-DD), e.g. {"Modality": ["CT"]}; attributes from list_attributes '
-            "and list_index_attributes, values from get_attribute_values."
+            'Attribute -> list of values (ORed) or {"min", "max"}, e.g. {"Modality": ["CT"]}.'
         ),
     ),
 ]

@@ -69,19 +69,22 @@ def attribute_entry(attribute: Attribute) -> dict[str, Any]:
 class IndexAttributesParams(Params):
     index: Annotated[
         IndexName | None,
-        Field(description="One index for its columns with descriptions; omit for all."),
+        Field(description="Omit for all."),
     ] = None
 
 
 @tool(
     "list_index_attributes",
-    "List the columns of Imaging Data Commons' specialized indices (seg_index, "
-    "rtstruct_index, ann_index, ct_index, mr_index, pt_index, contrast_index, "
-    "volume_geometry_index, sm_index, ...), which build_cohort and get_attribute_values "
-    "filter on. Call it when a property (segmented anatomy, stain, slice thickness, "
-    "field strength, contrast) is not in list_attributes.",
+    "Call when a property is not in list_attributes: columns of IDC's specialized indices.",
     IndexAttributesParams,
     GROUP,
+    guide=(
+        "List the columns of Imaging Data Commons' specialized indices (seg_index, "
+        "rtstruct_index, ann_index, ct_index, mr_index, pt_index, contrast_index, "
+        "volume_geometry_index, sm_index, ...), which build_cohort and "
+        "get_attribute_values filter on. Call it when a property (segmented anatomy, "
+        "stain, slice thickness, field strength, contrast) is not in list_attributes."
+    ),
 )
 def list_index_attributes(release: Release, params: IndexAttributesParams) -> dict[str, Any]:
     require_idc(release)

@@ -64,25 +64,19 @@ URL_NOTE = (
 
 class CohortUrlsParams(Params):
     filters: Filters
-    provider: Annotated[
-        Literal["aws", "gcs", "both"],
-        Field(description="Which cloud's prefixes and manifest to return (both are free)."),
-    ] = "both"
-    limit: Annotated[
-        int, clamp(0, MAX_PAGE), Field(description=f"Series per page, 0..{MAX_PAGE}.")
-    ] = DEFAULT_PAGE
+    provider: Literal["aws", "gcs", "both"] = "both"
+    limit: Annotated[int, clamp(0, MAX_PAGE), Field(description=f"0..{MAX_PAGE}.")] = DEFAULT_PAGE
     offset: Offset = 0
     files: Annotated[
         bool,
-        Field(description="Add per-file https URLs where the release lists the files (SM)."),
+        Field(description="Per-file URLs (SM)."),
     ] = False
     idc_version: Annotated[
         int | None,
         Field(
             ge=1,
             le=1000,
-            description="An earlier IDC data version (e.g. 20): the series "
-            "contents that version served, from prior_versions_index.",
+            description="An earlier IDC version, e.g. 20.",
         ),
     ] = None
 
@@ -107,16 +101,21 @@ def _current_version(release: Release) -> int:
 
 @tool(
     "get_cohort_urls",
-    "Get download links for a filtered selection of series a page at a time (s5cmd s3:// and "
-    "gs:// series prefixes, sizes, totals) with the commands for the whole selection. Call "
-    "build_cohort first.",
+    "Call after build_cohort for download links of a selection, a page at a time.",
     CohortUrlsParams,
     GROUP,
     guide=(
+        "Get download links for a filtered selection of series a page at a time (s5cmd "
+        "s3:// and gs:// series prefixes, sizes, totals) with the commands for the whole "
+        "selection. Call build_cohort first. "
         f"Pages through up to {MAX_SERIES:,} series (limit/offset); every page carries the "
         "commands that write and download the s5cmd manifest of the whole selection (s5cmd "
         "or idc-index's `idc download`); idc_version gives the manifest as of an earlier IDC "
         "release. The buckets are public: no account is needed."
+        " provider picks which cloud's prefixes and manifest to return (both are free); "
+        "files adds per-file https URLs where the release lists the files (SM); "
+        "idc_version gives the series contents an earlier IDC data version served, from "
+        "prior_versions_index."
     ),
 )
 def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any]:
@@ -194,16 +193,9 @@ Uid = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_white
 
 
 class ViewerParams(Params):
-    study_instance_uid: Annotated[
-        Uid | None, Field(description="The DICOM StudyInstanceUID (optional with a series).")
-    ] = None
-    series_instance_uid: Annotated[
-        Uid | None, Field(description="A SeriesInstanceUID to open (its study is looked up).")
-    ] = None
-    viewer: Annotated[
-        Literal["auto", "ohif_v3", "slim"],
-        Field(description="auto: SLIM for slide microscopy (SM), OHIF v3 otherwise."),
-    ] = "auto"
+    study_instance_uid: Annotated[Uid | None, Field(description="Optional with a series.")] = None
+    series_instance_uid: Uid | None = None
+    viewer: Literal["auto", "ohif_v3", "slim"] = "auto"
 
 
 def _study_series(release: Release, study: str) -> list[dict[str, Any]]:
@@ -270,11 +262,17 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
 
 @tool(
     "get_viewer_url",
-    "Get a link opening a series or study in the IDC web viewer (SLIM for slides, OHIF for "
-    "radiology). Call it to let a user look at images found with build_cohort.",
+    "Call to let a user look at an IDC series or study in the web viewer.",
     ViewerParams,
     GROUP,
-    guide=("No download or account is needed."),
+    guide=(
+        "Get a link opening a series or study in the IDC web viewer (SLIM for slides, "
+        "OHIF for radiology). Call it to let a user look at images found with "
+        "build_cohort. "
+        "No download or account is needed."
+        " A series' study is looked up; viewer auto opens SLIM for slide microscopy (SM),"
+        " OHIF v3 otherwise."
+    ),
 )
 def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
     require_idc(release)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from metabundle.search.coverage import missing
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_found
@@ -54,23 +54,17 @@ MAX_NAVIGATE_IDS = 100
 MAX_PARENT_IDS = 20
 
 ConceptId = Annotated[
-    int, Field(ge=1, le=MAX_CONCEPT_ID, description="An OMOP concept_id (1..2^63-1).")
+    int, Field(ge=1, le=MAX_CONCEPT_ID), WithJsonSchema({"type": "integer", "minimum": 1})
 ]
 Domain = Annotated[
     str | None,
-    Field(max_length=64, description="Only concepts of this domain_id, e.g. Condition, Drug."),
+    Field(max_length=64, description="E.g. Condition."),
 ]
 Vocabulary = Annotated[
     str | None,
-    Field(max_length=64, description="Only concepts of this vocabulary_id, e.g. SNOMED, ICD10CM."),
+    Field(max_length=64, description="E.g. SNOMED, ICD10CM."),
 ]
-StandardOnly = Annotated[
-    bool, Field(description="Only standard concepts (standard_concept = 'S').")
-]
-IncludeSynonyms = Annotated[
-    bool, Field(description="Also match concept_synonym_name (match_source 'synonym').")
-]
-SearchLimit = Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")]
+SearchLimit = Annotated[int, clamp(1, 50), Field(description="1..50.")]
 
 
 def _filter(
@@ -104,21 +98,25 @@ class ExactParams(Params):
     query: Query
     domain: Domain = None
     vocabulary_id: Vocabulary = None
-    standard_only: StandardOnly = False
-    include_synonyms: IncludeSynonyms = True
+    standard_only: bool = False
+    include_synonyms: bool = True
     limit: SearchLimit = 20
 
 
 @tool(
     "concept_search_exact",
-    "Find OMOP concepts whose name or synonym equals the query, ignoring case. Call it first when"
-    " the user gives a clinical term verbatim.",
+    "Call first when the user gives a clinical term verbatim: OMOP concepts named exactly so.",
     ExactParams,
     GROUP,
     guide=(
+        "Find OMOP concepts whose name or synonym equals the query, ignoring case. Call "
+        "it first when the user gives a clinical term verbatim. "
         "Name matches come before synonym matches; non-standard concepts are included, so call "
         "concept_navigate_to_standard for those with standard_concept false. No result: try "
         "concept_search_fulltext or embedding_search (or concept_ground, which chains them)."
+        " domain and vocabulary_id keep concepts of that domain_id or vocabulary_id; "
+        "standard_only keeps standard_concept = 'S'; include_synonyms also matches "
+        "concept_synonym_name (match_source 'synonym')."
     ),
 )
 def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
@@ -142,24 +140,29 @@ class FulltextParams(ExactParams):
         Field(
             ge=0.0,
             le=1.0,
-            description="Drop results whose rank is below this (0..1; 0 disables).",
+            description="0 disables.",
         ),
     ] = 0.0
 
 
 @tool(
     "concept_search_fulltext",
-    "Keyword (BM25) search of OMOP concept names and synonyms. Call it for multi-word terms that "
-    "match no name exactly; map non-standard results with concept_navigate_to_standard.",
+    "Call for multi-word terms that match no OMOP concept name exactly (keyword search).",
     FulltextParams,
     GROUP,
     guide=(
+        "Keyword (BM25) search of OMOP concept names and synonyms. Call it for multi-word"
+        " terms that match no name exactly; map non-standard results with "
+        "concept_navigate_to_standard. "
         "Each result has rank (alias ts_rank) in [0, 1]: its BM25 score over the best score each "
         "query word reaches in any concept (a word no concept has counts like the strongest), so "
         "1.0 means every word matched as strongly as anywhere; use min_rank to cut weak hits. A "
         "concept is returned only when a query word occurs in its name (match_source 'name') or, "
         "with include_synonyms, in a synonym ('synonym', matched_synonym given). If "
         "tsvector_available is false or results are empty, call embedding_search."
+        " domain and vocabulary_id keep concepts of that domain_id or vocabulary_id; "
+        "standard_only keeps standard_concept = 'S'; include_synonyms also matches "
+        "concept_synonym_name; min_rank (0..1) drops results ranked below it."
     ),
 )
 def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
@@ -217,21 +220,23 @@ class NavigateParams(Params):
         list[ConceptId],
         Field(
             max_length=MAX_NAVIGATE_IDS,
-            description=f"Concept ids to resolve, at most {MAX_NAVIGATE_IDS} per call.",
+            description="Concept ids.",
         ),
     ]
 
 
 @tool(
     "concept_navigate_to_standard",
-    "Resolve up to 100 concept ids to their standard OMOP concepts via 'Maps to'. Call it for "
-    "search results with standard_concept false.",
+    "Call for results with standard_concept false to get their standard concepts.",
     NavigateParams,
     GROUP,
     guide=(
+        "Resolve up to 100 concept ids to their standard OMOP concepts via 'Maps to'. "
+        "Call it for search results with standard_concept false. "
         "A standard concept maps to itself (relationship_id 'self'); a concept with no valid "
         "standard target gets []; ids not in the vocabulary are omitted; input order is kept "
         "(each id once)."
+        " concept_ids takes at most 100 ids per call."
     ),
 )
 def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
@@ -291,11 +296,12 @@ def concepts_with_code(release: Release, params: MapParams) -> tuple[str, list[d
 
 @tool(
     "concept_map_to_standard",
-    "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its standard OMOP "
-    "concepts. Call it when the user gives a code.",
+    "Call when the user gives a source code (e.g. ICD10CM K92.2) for its standard concepts.",
     MapParams,
     GROUP,
     guide=(
+        "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its "
+        "standard OMOP concepts. Call it when the user gives a code. "
         "For many concept ids at once use concept_navigate_to_standard. The code is matched "
         "exactly, else ignoring case; not_found (with close codes) when the vocabulary lacks it."
     ),
@@ -319,22 +325,24 @@ class EmbeddingParams(Params):
     limit: SearchLimit = 10
     domain: Domain = None
     vocabulary_id: Vocabulary = None
-    standard_only: StandardOnly = False
-    active_only: Annotated[
-        bool, Field(description="Only valid concepts (invalid_reason is null).")
-    ] = True
+    standard_only: bool = False
+    active_only: bool = True
 
 
 @tool(
     "embedding_search",
-    "Semantic search of OMOP concepts by embedding similarity. Call it for lay wording or "
-    "paraphrases that share no word with the concept name (e.g. 'heart attack').",
+    "Call for lay wording sharing no word with an OMOP concept's name (semantic search).",
     EmbeddingParams,
     GROUP,
     guide=(
+        "Semantic search of OMOP concepts by embedding similarity. Call it for lay "
+        "wording or paraphrases that share no word with the concept name (e.g. 'heart "
+        "attack'). "
         "Each result has similarity (cosine, not a probability). Fails with "
         "embeddings_unavailable when the release or server has no query embeddings: then use "
         "concept_search_fulltext. Map non-standard results with concept_navigate_to_standard."
+        " active_only keeps valid concepts (invalid_reason is null); standard_only keeps "
+        "standard_concept = 'S'."
     ),
 )
 def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
@@ -367,35 +375,30 @@ def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any
 
 class GroundParams(Params):
     query: Query
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 5
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 5
     domain: Domain = None
     vocabulary_id: Annotated[
         str | None,
-        Field(
-            max_length=64,
-            description="Match only this vocabulary (results are still standard), e.g. ICD10CM.",
-        ),
+        Field(max_length=64),
     ] = None
     parent_ids: Annotated[
         list[ConceptId] | None,
         Field(
             max_length=MAX_PARENT_IDS,
-            description="Keep results under these concepts (at most 20).",
+            description="Keep results under these concepts.",
         ),
     ] = None
-    include_non_standard: Annotated[
-        bool,
-        Field(description="Also list matched concepts with no standard mapping, flagged."),
-    ] = False
+    include_non_standard: bool = False
 
 
 @tool(
     "concept_ground",
-    "Ground free text to standard OMOP concepts in one call (exact, then full-text, then "
-    "embeddings). Call it when you want a concept and not the search strategy.",
+    "Call when you want standard OMOP concepts for free text, not the search strategy.",
     GroundParams,
     GROUP,
     guide=(
+        "Ground free text to standard OMOP concepts in one call (exact, then full-text, "
+        "then embeddings). Call it when you want a concept and not the search strategy. "
         "With a domain or vocabulary a substring tier follows; it stops at the first tier with "
         "results. Non-standard matches are mapped to standard via 'Maps to'. Each result has a "
         "score (its meaning depends on the tier) and an explanation (tier, matched concept, "
@@ -404,6 +407,9 @@ class GroundParams(Params):
         "parent_ids to keep only descendants of given concepts. Call concept_get on a result "
         "for its hierarchy; use the primitives "
         "(concept_search_exact and friends) to control the strategy yourself."
+        " vocabulary_id matches in that vocabulary only (results are still standard); "
+        "parent_ids keeps results under those concepts; include_non_standard also lists "
+        "matched concepts with no standard mapping, flagged."
     ),
 )
 def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
@@ -444,11 +450,11 @@ class GetParams(Params):
     max_related: Annotated[
         int,
         clamp(1, 200),
-        Field(description="Items per list (synonyms, relationships, ancestors, descendants)."),
+        Field(description="Items per list."),
     ] = 25
     relationship_id: Annotated[
         str | None,
-        Field(max_length=64, description="Only relationships of this kind, e.g. 'Maps to'."),
+        Field(max_length=64, description="E.g. 'Maps to'."),
     ] = None
 
 
@@ -505,14 +511,17 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
 
 @tool(
     "concept_get",
-    "Get one OMOP concept with its synonyms, relationships, ancestors and descendants (each "
-    "capped, with totals). Call it to inspect a search or grounding result or walk the hierarchy.",
+    "Call to inspect one OMOP concept: synonyms, relationships, ancestors, descendants.",
     GetParams,
     GROUP,
     guide=(
+        "Get one OMOP concept with its synonyms, relationships, ancestors and descendants"
+        " (each capped, with totals). Call it to inspect a search or grounding result or "
+        "walk the hierarchy. "
         "Relationships are counted per kind (e.g. 'Maps to', 'Is a'); ancestors and descendants "
         "come from omop_concept_ancestor with levels of separation; related concepts missing from"
         " this release have in_release false and no name."
+        " max_related caps each list (synonyms, relationships, ancestors, descendants)."
     ),
 )
 def concept_get(release: Release, params: GetParams) -> dict[str, Any]:

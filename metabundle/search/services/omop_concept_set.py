@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from metabundle.search.params import Params, clamp
 from metabundle.search.release import Release
@@ -74,14 +74,12 @@ class ConceptSetParams(Params):
     expression: Annotated[
         Expression,
         Field(
-            description='An ATLAS concept-set expression: {"items": [{"concept": '
-            '{"CONCEPT_ID": 201826}, "includeDescendants": true, "includeMapped": false, '
-            '"isExcluded": false}]}.'
+            description='As ATLAS exports it: {"items": [{"concept": {"CONCEPT_ID": 201826}, '
+            '"includeDescendants": true, "includeMapped": false, "isExcluded": false}]}.'
         ),
+        WithJsonSchema({"type": "object"}),
     ]
-    limit: Annotated[
-        int, clamp(0, 1000), Field(description="Concepts listed in full, 0..1000.")
-    ] = 100
+    limit: Annotated[int, clamp(0, 1000), Field(description="0..1000.")] = 100
 
 
 def _members(concepts: str, descendants: str) -> str:
@@ -151,10 +149,13 @@ def resolve(release: Release, expression: Expression) -> tuple[list[int], int]:
 
 @tool(
     "concept_set_resolve",
-    "Resolve an ATLAS concept-set expression (as ATLAS exports it) to its concept ids "
-    "exactly as ATLAS does: descendants, mapped source concepts, exclusions.",
+    "Call to resolve an ATLAS concept-set expression to concept ids as ATLAS does.",
     ConceptSetParams,
     GROUP,
+    guide=(
+        "Resolve an ATLAS concept-set expression (as ATLAS exports it) to its concept ids"
+        " exactly as ATLAS does: descendants, mapped source concepts, exclusions."
+    ),
 )
 def concept_set_resolve(release: Release, params: ConceptSetParams) -> dict[str, Any]:
     items = params.expression.items

@@ -32,13 +32,11 @@ LINK_ORDER = "(x.link_type <> 'curated'), x.score DESC NULLS FIRST, x.entity_id,
 
 class CrosswalkParams(Params):
     concept_id: ConceptId
-    include_descendants: Annotated[
-        bool, Field(description="Also entities linked to descendants of the concept.")
-    ] = True
-    include_similarity: Annotated[
-        bool, Field(description="Also links made by embedding similarity (not curated).")
-    ] = True
-    limit: Annotated[int, clamp(1, 500), Field(description="Links listed per source, 1..500.")] = 50
+    include_descendants: bool = True
+    include_similarity: Annotated[bool, Field(description="Also uncurated similarity links.")] = (
+        True
+    )
+    limit: Annotated[int, clamp(1, 500), Field(description="Per source, 1..500.")] = 50
 
 
 def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
@@ -63,11 +61,16 @@ def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
 
 @tool(
     "concept_crosswalk",
-    "What in every source (All of Us items, UK Biobank codings and fields, dbGaP "
-    "variables) records an OMOP concept and, by default, its descendants, grouped by "
-    "source; similarity links are labelled, never curated.",
+    "Call to find what in All of Us, UK Biobank and dbGaP records an OMOP concept.",
     CrosswalkParams,
     GROUP,
+    guide=(
+        "What in every source (All of Us items, UK Biobank codings and fields, dbGaP "
+        "variables) records an OMOP concept and, by default, its descendants, grouped by "
+        "source; similarity links are labelled, never curated."
+        " include_descendants also lists entities linked to the concept's descendants; "
+        "include_similarity also lists links made by embedding similarity (not curated)."
+    ),
 )
 def concept_crosswalk(release: Release, params: CrosswalkParams) -> dict[str, Any]:
     concept = concepts_by_id(release, [params.concept_id]).get(params.concept_id)

@@ -73,10 +73,8 @@ def concept_or_missing(release: Release, concept_id: int) -> dict[str, Any]:
 
 class HierarchyParams(Params):
     concept_id: ConceptId
-    min_depth: Annotated[
-        int, Field(ge=0, le=100, description="Fewest levels of separation (0 includes itself).")
-    ] = 1
-    limit: Annotated[int, clamp(1, 1000), Field(description="Results to return, 1..1000.")] = 200
+    min_depth: Annotated[int, Field(ge=0, le=100, description="0 includes itself.")] = 1
+    limit: Annotated[int, clamp(1, 1000), Field(description="1..1000.")] = 200
     max_depth: int  # each tool sets its own default and clamp
 
     @model_validator(mode="after")
@@ -87,15 +85,11 @@ class HierarchyParams(Params):
 
 
 class AncestorParams(HierarchyParams):
-    max_depth: Annotated[
-        int, clamp(1, 20), Field(description="Most levels of separation, 1..20.")
-    ] = 5
+    max_depth: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 5
 
 
 class DescendantParams(HierarchyParams):
-    max_depth: Annotated[
-        int, clamp(1, 10), Field(description="Most levels of separation, 1..10.")
-    ] = 3
+    max_depth: Annotated[int, clamp(1, 10), Field(description="1..10.")] = 3
 
 
 def _hierarchy(release: Release, params: HierarchyParams, direction: str) -> dict[str, Any]:
@@ -141,10 +135,13 @@ def _hierarchy(release: Release, params: HierarchyParams, direction: str) -> dic
 
 @tool(
     "concept_ancestors",
-    "Ancestors of an OMOP concept from omop_concept_ancestor, nearest first, each with "
-    "its min/max levels of separation; min_depth/max_depth bound the levels.",
+    "Call for an OMOP concept's ancestors, nearest first.",
     AncestorParams,
     GROUP,
+    guide=(
+        "Ancestors of an OMOP concept from omop_concept_ancestor, nearest first, each "
+        "with its min/max levels of separation; min_depth/max_depth bound the levels."
+    ),
 )
 def concept_ancestors(release: Release, params: AncestorParams) -> dict[str, Any]:
     return _hierarchy(release, params, "ancestors")
@@ -152,10 +149,13 @@ def concept_ancestors(release: Release, params: AncestorParams) -> dict[str, Any
 
 @tool(
     "concept_descendants",
-    "Descendants of an OMOP concept from omop_concept_ancestor, nearest first, each "
-    "with its min/max levels of separation; min_depth/max_depth bound the levels.",
+    "Call for an OMOP concept's descendants, nearest first.",
     DescendantParams,
     GROUP,
+    guide=(
+        "Descendants of an OMOP concept from omop_concept_ancestor, nearest first, each "
+        "with its min/max levels of separation; min_depth/max_depth bound the levels."
+    ),
 )
 def concept_descendants(release: Release, params: DescendantParams) -> dict[str, Any]:
     return _hierarchy(release, params, "descendants")
@@ -192,22 +192,13 @@ def canonical_relationship(release: Release, value: str | None) -> str | None:
 
 class RelationshipParams(Params):
     concept_id: ConceptId
-    direction: Annotated[
-        Literal["out", "in", "both"],
-        Field(description="'out' (concept_id_1 is this concept), 'in', or 'both'."),
-    ] = "both"
-    relationship_id: Annotated[
-        str | None, Field(max_length=64, description="Only this relationship, e.g. 'Maps to'.")
-    ] = None
-    hierarchical_only: Annotated[
-        bool, Field(description="Only hierarchical relationships (omop_relationship).")
-    ] = False
-    active_only: Annotated[
-        bool, Field(description="Only valid relationships (invalid_reason is null).")
-    ] = False
-    limit: Annotated[
-        int, clamp(1, 200), Field(description="Relationships per direction, 1..200.")
-    ] = 50
+    direction: Literal["out", "in", "both"] = "both"
+    relationship_id: Annotated[str | None, Field(max_length=64, description="E.g. 'Maps to'.")] = (
+        None
+    )
+    hierarchical_only: bool = False
+    active_only: bool = False
+    limit: Annotated[int, clamp(1, 200), Field(description="Per direction, 1..200.")] = 50
 
 
 def _edges(
@@ -262,10 +253,16 @@ def _edges(
 
 @tool(
     "concept_relationships",
-    "Relationships of an OMOP concept from omop_concept_relationship: outbound "
-    "(this concept is concept_id_1) and inbound, optionally of one relationship_id.",
+    "Call for an OMOP concept's relationships, outbound and inbound.",
     RelationshipParams,
     GROUP,
+    guide=(
+        "Relationships of an OMOP concept from omop_concept_relationship: outbound (this "
+        "concept is concept_id_1) and inbound, optionally of one relationship_id."
+        " direction 'out' lists relationships where concept_id_1 is this concept; "
+        "hierarchical_only keeps hierarchical relationships (omop_relationship); "
+        "active_only keeps valid ones (invalid_reason is null)."
+    ),
 )
 def concept_relationships(release: Release, params: RelationshipParams) -> dict[str, Any]:
     concept = concept_or_missing(release, params.concept_id)
@@ -284,10 +281,8 @@ def concept_relationships(release: Release, params: RelationshipParams) -> dict[
 class PathParams(Params):
     source_id: ConceptId
     target_id: ConceptId
-    max_depth: Annotated[int, clamp(2, 15), Field(description="Most edges, 2..15.")] = 8
-    within_domain: Annotated[
-        bool, Field(description="Only edges between concepts of one domain.")
-    ] = True
+    max_depth: Annotated[int, clamp(2, 15), Field(description="2..15.")] = 8
+    within_domain: bool = True
 
 
 Step = tuple[int, str]  # (neighbour, relationship_id) on the way back to the start
@@ -361,10 +356,15 @@ def _join(
 
 @tool(
     "concept_path",
-    "A shortest path between two OMOP concepts over valid relationships of any kind "
-    "(each step: subject, relationship, object); found false when none within max_depth.",
+    "Call to find a shortest relationship path between two OMOP concepts.",
     PathParams,
     GROUP,
+    guide=(
+        "A shortest path between two OMOP concepts over valid relationships of any kind "
+        "(each step: subject, relationship, object); found false when none within "
+        "max_depth."
+        " within_domain keeps edges between concepts of one domain."
+    ),
 )
 def concept_path(release: Release, params: PathParams) -> dict[str, Any]:
     source = concept_or_missing(release, params.source_id)
@@ -412,10 +412,14 @@ def concept_path(release: Release, params: PathParams) -> dict[str, Any]:
 
 @tool(
     "concept_by_code",
-    "Every OMOP concept with this code in this vocabulary (exact, else ignoring case), "
-    "standard or not, valid or not; map them with concept_navigate_to_standard.",
+    "Call for every OMOP concept with a code in a vocabulary, standard or not.",
     MapParams,
     GROUP,
+    guide=(
+        "Every OMOP concept with this code in this vocabulary (exact, else ignoring "
+        "case), standard or not, valid or not; map them with "
+        "concept_navigate_to_standard."
+    ),
 )
 def concept_by_code(release: Release, params: MapParams) -> dict[str, Any]:
     vocabulary_id, rows = concepts_with_code(release, params)
@@ -438,10 +442,8 @@ def concept_by_code(release: Release, params: MapParams) -> dict[str, Any]:
 
 class NearestParams(Params):
     concept_id: ConceptId
-    include_self: Annotated[
-        bool, Field(description="A standard concept answers itself (level 0).")
-    ] = True
-    max_depth: Annotated[int, clamp(1, 20), Field(description="Most 'Is a' steps, 1..20.")] = 10
+    include_self: bool = True
+    max_depth: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 10
 
 
 def _parents(release: Release, ids: list[int]) -> list[tuple[int, int]]:
@@ -486,10 +488,14 @@ def _standard_at_level(
 
 @tool(
     "concept_nearest_standard_ancestor",
-    "The nearest valid standard concepts above an OMOP concept: itself when standard, "
-    "else its 'Maps to' targets, else those of its nearest 'Is a' ancestors.",
+    "Call for the nearest standard concepts above a non-standard OMOP concept.",
     NearestParams,
     GROUP,
+    guide=(
+        "The nearest valid standard concepts above an OMOP concept: itself when standard,"
+        " else its 'Maps to' targets, else those of its nearest 'Is a' ancestors."
+        " include_self lets a standard concept answer itself (level 0)."
+    ),
 )
 def concept_nearest_standard_ancestor(release: Release, params: NearestParams) -> dict[str, Any]:
     concept = concept_or_missing(release, params.concept_id)
@@ -516,16 +522,21 @@ def concept_nearest_standard_ancestor(release: Release, params: NearestParams) -
 
 class NeighbourParams(Params):
     concept_id: ConceptId
-    limit: Annotated[int, clamp(1, 50), Field(description="Results to return, 1..50.")] = 10
-    standard_only: Annotated[bool, Field(description="Only standard concepts.")] = False
+    limit: Annotated[int, clamp(1, 50), Field(description="1..50.")] = 10
+    standard_only: bool = False
 
 
 @tool(
     "embedding_neighbours",
-    "OMOP concepts whose embeddings are nearest a given concept's (cosine similarity), "
-    "for related wording across vocabularies; embeddings_unavailable without embeddings.",
+    "Call for OMOP concepts whose embeddings are nearest a given concept's.",
     NeighbourParams,
     GROUP,
+    guide=(
+        "OMOP concepts whose embeddings are nearest a given concept's (cosine "
+        "similarity), for related wording across vocabularies; embeddings_unavailable "
+        "without embeddings."
+        " standard_only keeps standard concepts."
+    ),
 )
 def embedding_neighbours(release: Release, params: NeighbourParams) -> dict[str, Any]:
     concept = concept_or_missing(release, params.concept_id)

@@ -136,11 +136,8 @@ def matched_aliases(release: Release, query: str, field_ids: list[int]) -> dict[
 
 class SearchUkbFieldsParams(Params):
     query: Query
-    method: Annotated[
-        Method,
-        Field(description="hybrid (default), keyword or semantic; ids and aliases are boosted."),
-    ] = "hybrid"
-    limit: Annotated[int, clamp(1, 20), Field(description="Fields to return, 1..20.")] = 10
+    method: Method = "hybrid"
+    limit: Annotated[int, clamp(1, 20), Field(description="1..20.")] = 10
     explain: Explain = False
 
 
@@ -194,15 +191,17 @@ def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
 
 @tool(
     "search_ukb_fields",
-    "Find UK Biobank Showcase fields for a concept, measurement or question, or resolve a field "
-    "id or column name (21001, p21001_i0). Call it for any UK Biobank question; then "
-    "get_ukb_field.",
+    "Call for any UK Biobank question: finds Showcase fields; then get_ukb_field.",
     SearchUkbFieldsParams,
     GROUP,
     guide=(
+        "Find UK Biobank Showcase fields for a concept, measurement or question, or "
+        "resolve a field id or column name (21001, p21001_i0). Call it for any UK Biobank"
+        " question; then get_ukb_field. "
         "Exact ids and aliases rank first. UK Biobank is not a dbGaP study: do not use the dbGaP "
         "tools for it. Cite canonical_url and keep field ids exact. For coding values (an ICD-10 "
         "code, a medication) use search_all with sources=['ukb'] and kinds=['encoding_value']."
+        " Field ids and aliases are boosted in every method."
     ),
 )
 def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[str, Any]:
@@ -236,18 +235,14 @@ class GetUkbFieldParams(Params):
     field_id: Annotated[
         int | Annotated[str, StringConstraints(max_length=200)],
         Field(
-            description="A Showcase field id (21001) or a column-name alias of it "
-            "(f.21001.0.0, 21001-0.0, p21001_i0, f21001, p21001).",
+            description="A field id (21001) or column name (p21001_i0).",
         ),
     ]
-    include_instance_summaries: Annotated[
-        bool,
-        Field(description="Add one entry per instance (its columns, and what is known of it)."),
-    ] = False
+    include_instance_summaries: bool = False
     value_limit: Annotated[
         int,
         clamp(0, MAX_VALUES),
-        Field(description=f"Coding values to list, 0..{MAX_VALUES} (the total is always given)."),
+        Field(description=f"0..{MAX_VALUES}."),
     ] = DEFAULT_VALUES
 
 
@@ -557,13 +552,18 @@ def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
 
 @tool(
     "get_ukb_field",
-    "Get one UK Biobank field by id or column name: properties, instances, coding with its first "
-    "values, category path and aliases. Call it after search_ukb_fields; cite canonical_url.",
+    "Call after search_ukb_fields for one UK Biobank field's details; cite canonical_url.",
     GetUkbFieldParams,
     GROUP,
     guide=(
+        "Get one UK Biobank field by id or column name: properties, instances, coding "
+        "with its first values, category path and aliases. Call it after "
+        "search_ukb_fields; cite canonical_url. "
         "Tree codings such as ICD-10 show each value's parent. For all values of a large coding "
         "use run_sql on ukb_encoding_value."
+        " field_id also takes the column-name aliases f.21001.0.0, 21001-0.0, f21001 and "
+        "p21001; include_instance_summaries adds one entry per instance; value_limit caps"
+        " the coding values listed (the total is always given)."
     ),
 )
 def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]:
