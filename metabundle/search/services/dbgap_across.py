@@ -234,7 +234,7 @@ def study_block(row: StudyVersion) -> dict[str, Any]:
 
 
 def variable_item(item: dict[str, Any]) -> dict[str, Any]:
-    return {name: item[name] for name in VARIABLE_FIELDS}
+    return {name: item[name] for name in VARIABLE_FIELDS if name in item}
 
 
 @tool(
