@@ -34,6 +34,11 @@ CONCEPTS = {
 MAX_STUDIES = 50
 
 
+def described(variable: dict[str, Any]) -> str:
+    """A variable's description (a hit leaves it out where it repeats the title)."""
+    return variable.get("description") or variable.get("title") or ""
+
+
 def per_study(release: Release, query: str, studies: list[str]) -> dict[str, str]:
     """Each study's first variable description for ``query`` (one call per study)."""
     first = {}
@@ -42,7 +47,7 @@ def per_study(release: Release, query: str, studies: list[str]) -> dict[str, str
             release, "search_dbgap_catalog", {"study_id": study_id, "query": query, "limit": 1}
         )
         if payload.get("results"):
-            first[study_id] = payload["results"][0]["description"] or ""
+            first[study_id] = described(payload["results"][0])
     return first
 
 
@@ -64,7 +69,7 @@ def measure(release: Release) -> dict[str, Any]:
         groups = payload["results"]
         returned = {g["study"]["study_id"] for g in groups}
         top = groups[: len(holding)]
-        relevant = [g for g in top if matches.search(g["variables"][0]["description"] or "")]
+        relevant = [g for g in top if matches.search(described(g["variables"][0]))]
         report["concepts"][concept] = {
             "studies_holding": len(holding),
             "covered": len(holding & returned),
@@ -78,6 +83,11 @@ def measure(release: Release) -> dict[str, Any]:
     return report
 
 
+def shown(value: float | None) -> str:
+    """A ratio, or a dash where it has no denominator (no study holds the concept)."""
+    return "-" if value is None else str(value)
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [
         f"{report['studies']} studies with variables",
@@ -86,8 +96,8 @@ def render(report: dict[str, Any]) -> str:
     for concept, row in report["concepts"].items():
         lines.append(
             f"{concept:<27} {row['studies_holding']:>7}  {row['covered']:>7}  "
-            f"{row['coverage']:>8}  {row['r_precision']:>6}  {row['tool_s']:>6}  "
-            f"{row['per_study_loop_s']:>6}  {row['time_ratio']}"
+            f"{shown(row['coverage']):>8}  {shown(row['r_precision']):>6}  {row['tool_s']:>6}  "
+            f"{row['per_study_loop_s']:>6}  {shown(row['time_ratio'])}"
         )
     return "\n".join(lines)
 

@@ -105,7 +105,7 @@ def open_check(path: Path, repeats: int) -> dict[str, Any]:
 def mixed_queries(n: int) -> list[str]:
     """Up to ``n`` evaluation queries, round robin over the sources' sets."""
     sets = load_sets()
-    rounds = zip_longest(*(c for c in sets.values()))
+    rounds = zip_longest(*([c for c in cases if not c.complete_corpus] for cases in sets.values()))
     cases = [c for c in chain.from_iterable(rounds) if c is not None]
     return [c.query for c in cases[:n]]
 
@@ -325,7 +325,7 @@ def _child_load(release_path: str, calls: int) -> dict[str, Any]:
         if source not in specs or source not in release.manifest["sources"]:
             continue
         known = entities(release, source)
-        for case in cases:
+        for case in (c for c in cases if not c.complete_corpus):
             target = target_of(specs[source], case, known)
             plan += [(m.tool, tool_arguments(m, case, target)) for m in specs[source].methods]
     random.Random(SEED).shuffle(plan)

@@ -45,6 +45,7 @@ VARIABLE_FIELDS = (
     "id",
     "accession",
     "name",
+    "title",
     "description",
     "dataset_name",
     "units",
