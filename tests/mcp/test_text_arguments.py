@@ -77,6 +77,16 @@ def list_form_calls(release: Release) -> dict[str, dict[str, Any]]:
         "get_citations": {"filters": CT, "limit": 3},
         "get_licenses": {"filters": CT},
         "get_cohort_urls": {"filters": {"Modality": ["US"], "collection_id": ["cptac_pda"]}},
+        "find_variables_across_studies": {
+            "query": "systolic blood pressure",
+            "studies": ["phs000286", "phs001252"],
+            "per_study": 2,
+        },
+        "concept_set_resolve": {
+            "expression": {
+                "items": [{"concept": {"CONCEPT_ID": 201826}, "includeDescendants": True}]
+            }
+        },
         "get_clinical_values": {
             "table": CLINICAL_TABLE,
             "columns": ["stage", "survival_days"],
