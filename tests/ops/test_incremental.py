@@ -82,6 +82,7 @@ def test_the_manifest_records_the_stage_keys_it_was_built_from(omop_builds: Omop
         "search_keyword",
         "search_embeddings",
         "search_ann",
+        "search_crosswalk",
     }
     assert before["key"] != after["key"]
     assert before["stages"]["core_omop"] != after["stages"]["core_omop"]
