@@ -471,7 +471,7 @@ def grid_rankers(production: Fusion) -> dict[str, Ranker]:
         "semantic_only": via_rank("semantic"),
     }
     for scaled, name in ((False, "weighted"), (True, "minmax")):
-        for kw in (0.3, 0.5, 0.6, 0.7):
+        for kw in (0.2, 0.3, 0.5, 0.6, 0.7):
             fusion = Fusion("weighted", kw, round(1 - kw, 2), scale_semantic=scaled)
             rankers[f"{name}_{kw:.1f}/{1 - kw:.1f}"] = via_rank("hybrid", fusion)
     rankers["rrf_k60"] = via_rank("hybrid", RRF)

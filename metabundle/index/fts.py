@@ -222,6 +222,18 @@ class KeywordIndex:
                 buf[docs_part] = 0
         return docs, scores
 
+    def ideal_score(self, query: str) -> float:
+        """The BM25 a document would score holding every query term at its best weight
+        in the corpus: the sum over the query's distinct terms of their highest posting
+        weight (0.0 when no term is in the vocabulary). No document scores more, so
+        ``score / ideal_score`` says how much of the query a match covers."""
+        total = 0.0
+        for term_id in self.term_ids(tokenize(query)):
+            start, end = self.offsets[term_id], self.offsets[term_id + 1]
+            if end > start:
+                total += float(self.weight[start:end].max())
+        return total
+
     def search(
         self, query: str, k: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -45,9 +45,10 @@ class Hit:
     keyword: float | None = None  # BM25 (or the keyword generator's own score)
     semantic: float | None = None  # cosine similarity
     exact: bool = False
-    keyword_scaled: float = 0.0  # keyword over the query's best keyword score
+    keyword_scaled: float = 0.0  # keyword over the query's best (or ideal) keyword score
     semantic_scaled: float = 0.0  # cosine min-max scaled over the query's candidates
     title_similarity: float | None = None
+    title_match: float = 0.0  # shared terms² / (query terms × title terms)
     via_answers: bool = False  # a folded child's parent, placed by the child's rank
     intent: list[str] = field(default_factory=list)
     boost: float = 0.0
@@ -70,6 +71,7 @@ class Hit:
             "keyword_scaled": None if self.keyword is None else round(self.keyword_scaled, 6),
             "semantic_scaled": round(self.semantic_scaled, 6),
             "title_similarity": _rounded(self.title_similarity),
+            "title_match": round(self.title_match, 6),
             "via_answers": self.via_answers,
             "intent": self.intent,
             "boost": self.boost,

@@ -204,6 +204,19 @@ def test_bm25_equals_a_hand_computed_value(tmp_path):
     assert scores.dtype == np.float32
 
 
+def test_the_ideal_score_is_every_query_term_at_its_best_weight(tmp_path):
+    write_keyword_arrays(build_fts_tables(docs_table(HAND)), tmp_path)
+    index = KeywordIndex.open(tmp_path)
+    best = {term: float(index.search(term, 10)[1].max()) for term in ("smoke", "blood")}
+    assert index.ideal_score("blood smoking") == pytest.approx(sum(best.values()), rel=1e-6)
+    assert index.ideal_score("smoke smoke") == pytest.approx(best["smoke"], rel=1e-6)
+    assert index.ideal_score("zzzunknown the") == 0.0
+    # no document scores more, and one holding a single term of two scores less
+    _, scores = index.search("blood smoking", 10)
+    assert scores.max() <= index.ideal_score("blood smoking") + 1e-6
+    assert index.search("smoke", 1)[1][0] < index.ideal_score("blood smoke")
+
+
 def test_query_matching(index):
     assert index.search("Sjogren", 3)[0].tolist() == [1]  # accent-folded
     assert index.search("SJÖGREN", 3)[0].tolist() == [1]

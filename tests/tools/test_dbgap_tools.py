@@ -340,6 +340,8 @@ def test_search_items_carry_ids_urls_scores_and_provenance(release: Release) -> 
         "keyword": 0.3,
         "semantic": 0.7,
         "semantic_scaling": "min_max",
+        "keyword_scaling": "over_ideal_bm25",
+        "title_match": 0.2,
     }
     assert retrieval["scores_calibrated"] is False
 

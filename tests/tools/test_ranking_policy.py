@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 import metabundle.search.services as services
+from metabundle.index.tokenizer import tokenize
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
+from metabundle.search.ranking.stages import title_match
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, mask_from_sql
 from metabundle.search.tools import call_tool
@@ -140,3 +142,33 @@ def test_scores_never_rise_as_rank_falls(
     results = call(release, tool, {"query": query, "method": method})["results"]
     scores = [item["scores"]["score"] for item in results]
     assert results and scores == sorted(scores, reverse=True), scores
+
+
+def test_hybrid_weighs_what_a_keyword_match_covers(release: Release) -> None:
+    """A paraphrase whose best keyword match holds one of its words: over the query's
+    ideal BM25 that match counts for what it covers, not 1.0 for being the best."""
+    query = "how much money the family earns per year"
+    payload = call_tool(release, "search_ukb_fields", {"query": query, "limit": 10})
+    assert payload["retrieval"]["weights"]["keyword_scaling"] == "over_ideal_bm25"
+    ideal = release.keywords.ideal_score(query)
+    matched = [i["scores"] for i in payload["results"] if i["scores"].get("keyword_bm25")]
+    assert matched
+    for scores in matched:
+        assert scores["keyword"] == pytest.approx(scores["keyword_bm25"] / ideal, abs=1e-5)
+        assert scores["keyword"] < 0.5
+    keyword_only = call_tool(
+        release, "search_ukb_fields", {"query": query, "method": "keyword", "limit": 1}
+    )
+    assert keyword_only["results"][0]["scores"]["keyword"] == 1.0  # over the best there
+
+
+def test_the_title_match_puts_a_title_equal_to_the_query_first(release: Release) -> None:
+    payload = call_tool(release, "search_ukb_fields", {"query": "cholesterol", "limit": 10})
+    first = payload["results"][0]
+    assert first["title"] == "Cholesterol" and first["scores"]["title_match"] == 1.0
+    terms = set(tokenize("cholesterol"))
+    for item in payload["results"]:
+        expected = title_match(terms, set(tokenize(item["title"])))
+        assert item["scores"]["title_match"] == pytest.approx(expected, abs=1e-6)
+    assert title_match({"a", "b"}, {"a", "c", "d"}) == pytest.approx(1 / 6)
+    assert title_match(set(), {"a"}) == 0.0

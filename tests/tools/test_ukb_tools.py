@@ -119,18 +119,28 @@ def test_retrieval_block_names_the_policy_and_explains_it_on_request(release: Re
     assert block["effective_method"] == "hybrid" and not block["degraded"]
     assert block["weights"] == {
         "fusion": "weighted",
-        "keyword": 0.6,
-        "semantic": 0.4,
+        "keyword": 0.3,
+        "semantic": 0.7,
         "semantic_scaling": "min_max",
+        "keyword_scaling": "over_ideal_bm25",
+        "title_match": 0.2,
     }
     assert block["explain"]["stages"]["boosts"] == {"id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
-    assert "0.6 * (keyword + boost) + 0.4 * semantic" in block["explain"]["score_formula"]
+    formula = block["explain"]["score_formula"]
+    assert "0.3 * keyword + 0.7 * semantic + 0.2 * title_match" in formula
+    assert "plus 1.2 * boost" in formula
     assert block["scores_calibrated"] is False
     for item in payload["results"]:
         s = item["scores"]
-        assert 0 <= s["semantic_scaled"] <= 1
+        assert 0 <= s["semantic_scaled"] <= 1 and 0 <= s["title_match"] <= 1
+        assert 0 <= (s["keyword"] or 0) <= 1
         if "prior" not in s:  # a prior places a field at the score of the place it takes
-            expected = 0.6 * ((s["keyword"] or 0) + s["boost"]) + 0.4 * s["semantic_scaled"]
+            expected = (
+                0.3 * (s["keyword"] or 0)
+                + 0.7 * s["semantic_scaled"]
+                + 0.2 * s["title_match"]
+                + 1.2 * s["boost"]
+            )
             assert s["score"] == pytest.approx(expected, abs=1e-5)
     scores = [item["scores"]["score"] for item in payload["results"]]
     assert scores == sorted(scores, reverse=True)

@@ -1,7 +1,8 @@
 """:func:`rank`: the one ranking pipeline every search tool runs, driven by its policy.
 
 Stages, in order (each a function of :mod:`.stages` or :mod:`.priors`, each switched
-and parameterised by the :class:`~.policies.Policy`): candidates → folding → fusion →
+and parameterised by the :class:`~.policies.Policy`): candidates → folding → signals
+(BM25 scaled, cosine scaled, title match) → fusion →
 boosts → intent signals → order (exact first) → diversity and cut → priors → low
 confidence. The answer is the hits, each with its full score breakdown
 (:meth:`~metabundle.search.retrieval.Hit.breakdown`), and the ``retrieval`` block,
@@ -27,6 +28,7 @@ from metabundle.search.ranking.stages import (
     query_intents,
     signals,
     title_candidates,
+    weighted_signals,
 )
 from metabundle.search.release import Release
 from metabundle.search.retrieval import (
@@ -110,6 +112,8 @@ def rank(
         lists, folded = fold_children(lists, rows, query, policy)
         rows |= doc_rows(release, folded - set(rows))
     hits = signals(lists)
+    if effective == "hybrid":
+        weighted_signals(release, hits, rows, query, policy.fusion)
     fuse(hits, lists, effective, policy)
     for docno in folded:
         hits[docno].via_answers = True

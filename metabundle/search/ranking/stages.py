@@ -168,6 +168,35 @@ def signals(lists: dict[str, Pairs]) -> dict[int, Hit]:
     return hits
 
 
+def weighted_signals(
+    release: Release, hits: dict[int, Hit], rows: Rows, query: str, fusion: Fusion
+) -> None:
+    """The signals a weighted fusion adds to :func:`signals`: the keyword signal over
+    the query's ideal BM25 (``fusion.keyword_scale``) and the title match of each hit
+    (``fusion.title_match``)."""
+    if fusion.kind != "weighted":
+        return
+    index = release.keywords
+    if fusion.keyword_scale == "ideal" and index is not None:
+        ideal = index.ideal_score(query)
+        for hit in hits.values():
+            if hit.keyword is not None and ideal > 0:
+                hit.keyword_scaled = min(1.0, hit.keyword / ideal)
+    if fusion.title_match:
+        terms = set(tokenize(query))
+        for hit in hits.values():
+            hit.title_match = title_match(terms, set(tokenize(rows[hit.docno]["title"] or "")))
+
+
+def title_match(query_terms: set[str], title_terms: set[str]) -> float:
+    """The share of the query's terms the title holds times the share of the title's
+    terms the query holds: 1.0 when both hold the same terms, 0.0 when none is shared."""
+    if not query_terms or not title_terms:
+        return 0.0
+    shared = len(query_terms & title_terms)
+    return shared * shared / (len(query_terms) * len(title_terms))
+
+
 def fuse(hits: dict[int, Hit], lists: dict[str, Pairs], method: str, policy: Policy) -> None:
     """Set every hit's score: by the method's list alone, or fused by the policy."""
     if method == "semantic":
@@ -189,7 +218,11 @@ def fuse(hits: dict[int, Hit], lists: dict[str, Pairs], method: str, policy: Pol
 def _weighted(hits: dict[int, Hit], fusion: Fusion) -> None:
     for hit in hits.values():
         cosine = hit.semantic_scaled if fusion.scale_semantic else max(hit.semantic or 0.0, 0.0)
-        hit.score = fusion.keyword_weight * hit.keyword_scaled + fusion.semantic_weight * cosine
+        hit.score = (
+            fusion.keyword_weight * hit.keyword_scaled
+            + fusion.semantic_weight * cosine
+            + fusion.title_match * hit.title_match
+        )
 
 
 def _reciprocal_rank(hits: dict[int, Hit], lists: dict[str, Pairs], fusion: Fusion) -> None:
@@ -203,10 +236,11 @@ def _reciprocal_rank(hits: dict[int, Hit], lists: dict[str, Pairs], fusion: Fusi
 
 def apply_boosts(hits: list[Hit], rows: Rows, query: str, method: str, policy: Policy) -> None:
     """Exact matches gain ``policy.boosts['id']`` when the query is the entity's id,
-    ``['alias']`` for another identifier, scaled by the keyword weight in hybrid."""
+    ``['alias']`` for another identifier, times the most a hybrid score can reach
+    (:attr:`Fusion.full_scale`) in hybrid, so a boost of 2 is twice any other match."""
     if not policy.boosts or method == "semantic":
         return
-    weight = policy.fusion.keyword_weight if method == "hybrid" else 1.0
+    weight = policy.fusion.full_scale if method == "hybrid" else 1.0
     identifier = normalize_identifier(query)
     for hit in hits:
         reason = "id" if identifier == str(rows[hit.docno]["entity_id"]).lower() else "alias"

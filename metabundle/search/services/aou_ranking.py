@@ -1,8 +1,9 @@
 """All of Us search: the catalogue filters, the ``aou_item`` rows of ranked documents,
 and :func:`rank_items`, which ranks through the pipeline with the ``aou_catalog``
 policy of :mod:`metabundle.search.ranking.policies` (exact identifiers first by role,
-BM25, a title-similarity fallback and cosine fused by reciprocal rank, answers folded
-into their questions, intent signals, at most two results per title and domain).
+BM25 and a title-similarity fallback fused by reciprocal rank for keyword, BM25, cosine
+and the title match weighted for hybrid, answers folded into their questions, intent
+signals, at most two results per title and domain).
 """
 
 from __future__ import annotations

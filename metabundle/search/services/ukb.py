@@ -143,7 +143,9 @@ class SearchUkbFieldsParams(Params):
 
 def hit_scores(hit: Hit) -> dict[str, Any]:
     """The hit's score breakdown as UK Biobank answers show it: ``keyword`` is BM25 over
-    the query's best BM25 among fields, ``keyword_bm25`` the BM25 itself."""
+    the query's best BM25 among fields (in hybrid: over its ideal BM25, see
+    :class:`~metabundle.search.ranking.policies.Fusion`), ``keyword_bm25`` the BM25
+    itself, ``title_match`` the hybrid's title signal."""
     signals = hit.breakdown()
     scores = {
         "score": signals["score"],
@@ -151,6 +153,7 @@ def hit_scores(hit: Hit) -> dict[str, Any]:
         "keyword_bm25": signals["keyword"],
         "semantic_scaled": signals["semantic_scaled"],
         "semantic": signals["semantic"],
+        "title_match": signals["title_match"],
         "boost": signals["boost"],
         "boost_reason": signals["boost_reason"],
         "exact_match": signals["exact_match"],
