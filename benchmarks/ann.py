@@ -78,7 +78,11 @@ def sample_rows(total: int, wanted: int | None, seed: int = SEED) -> np.ndarray:
 
 
 def raw_searcher(path: Path, backend: str, expansion: int) -> Any:
-    """The library's own search call on a fresh handle of the index at ``path``."""
+    """The library's own search call on a fresh handle of the index at ``path``
+    (bitscan, which has no library: its Hamming estimate alone, without re-scoring)."""
+    if backend == "bitscan":
+        index = open_ann_index(path)
+        return lambda q: index.search(q, K)[0]
     if backend == "usearch":
         from usearch.index import Index
 
@@ -132,7 +136,7 @@ def measure_backend(
     build_s, _ = timed(lambda: build_ann_index(vectors, keys, path, backend))
     open_s, index = timed(lambda: open_ann_index(path))
     stored = load_vectors(folder / "vectors.npy")
-    expansion = int(index.info["params"]["expansion_search"])
+    expansion = int(index.info["params"].get("expansion_search", 0))
     raw = raw_searcher(path, backend, expansion)
     exact_matrix = np.asarray(stored, dtype=np.float32)
     unit = [q / np.linalg.norm(q) for q in queries]
@@ -149,7 +153,7 @@ def measure_backend(
     truth = results["exact"]
     stats = {name: latency(values) for name, values in samples.items()}
     sweep = {}
-    for ef in EF_SWEEP:
+    for ef in EF_SWEEP if backend != "bitscan" else ():  # a scan has no beam
         searcher = raw_searcher(path, backend, ef)
         ef_samples, ef_results = interleaved({"raw": searcher}, unit)
         sweep[ef] = {
@@ -212,7 +216,7 @@ def release_path(release: Release, texts: list[str], profile_queries: int = 0) -
     profiled = texts[:profile_queries]
     top = profile_top(lambda: [semantic_candidates(release, t, None, POOL) for t in profiled])
     return {
-        "backend": release.search_info.get("ann_backend", "usearch"),
+        "backend": {source: release.ann_backend(source) for source in release.source_masks},
         "profile": {"queries": len(profiled), "top": top} if profiled else None,
         "vectors": len(vectors),
         "queries": len(texts),

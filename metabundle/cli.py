@@ -133,7 +133,11 @@ def _settings_from_flags(**flags: Any) -> BuildSettings:
     help="Athena vocabulary export (folder or zip); repeat for several.",
 )
 @click.option("--embeddings", "embedding_provider", help="minilm (default), wordllama, openai.")
-@click.option("--ann-backend", help="usearch (default) or hnswlib.")
+@click.option(
+    "--ann-backend",
+    help="auto (default: bitscan up to a million vectors a source, else usearch), "
+    "bitscan, usearch or hnswlib.",
+)
 @click.option("--release-version", help="Force the version (YYYY.MM.DD[.N]).")
 def build(**flags: Any) -> None:
     """Fetch, parse, index and write a release; prints the release path."""

@@ -20,7 +20,7 @@ PROFILES: tuple[str, ...] = ("complete", "dev")
 small fixed selection for development and tests, and every release built with it
 says so in its coverage block."""
 EMBEDDING_PROVIDERS: tuple[str, ...] = ("minilm", "wordllama", "openai", "none")
-ANN_BACKENDS: tuple[str, ...] = ("usearch", "hnswlib")
+ANN_BACKENDS: tuple[str, ...] = ("auto", "usearch", "hnswlib", "bitscan")
 
 
 def env(name: str, default: str | None = None) -> str | None:
@@ -56,7 +56,7 @@ class BuildSettings:
     dbgap_studies: tuple[str, ...] = ()
     omop_vocab: tuple[str, ...] = ()
     embedding_provider: str = "minilm"
-    ann_backend: str = "usearch"
+    ann_backend: str = "auto"
     release_version: str | None = None
     http_attempts: int = 5
     http_backoff_s: float = 0.5
@@ -130,9 +130,11 @@ def make_settings(
         raise ConfigError(
             f"Unknown --embeddings {provider!r}; choose from {', '.join(EMBEDDING_PROVIDERS)}"
         )
-    backend = ann_backend or env("ANN_BACKEND", "usearch") or "usearch"
+    backend = ann_backend or env("ANN_BACKEND", "auto") or "auto"
     if backend not in ANN_BACKENDS:
-        raise ConfigError(f"Unknown --ann-backend {backend!r}; choose usearch or hnswlib")
+        raise ConfigError(
+            f"Unknown --ann-backend {backend!r}; choose from {', '.join(ANN_BACKENDS)}"
+        )
     return BuildSettings(
         out_dir=out,
         cache_dir=cache,

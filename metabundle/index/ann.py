@@ -1,4 +1,6 @@
-"""HNSW vector indexes behind one small interface, with usearch (default) and hnswlib.
+"""Vector indexes behind one small interface: HNSW graphs (usearch, the default, and
+hnswlib) and ``bitscan``, a scan of one-bit sign codes whose nearest candidates are
+re-scored exactly.
 
 Build side: :func:`build_ann_index` writes the index file atomically (temporary file +
 rename) and a JSON sidecar ``path.with_suffix(".json")`` holding backend, dimension,
@@ -10,6 +12,14 @@ memory-mapped (``Index.restore(path, view=True)``): opening is instant whatever 
 and pages load on demand. hnswlib cannot map its files: ``load_index`` reads the whole
 index into RAM, so opening costs time and memory proportional to its size (a known
 limitation; use usearch for large releases).
+
+``bitscan`` stores, for every indexed vector, the sign of each dimension after the
+corpus mean is subtracted (32 bytes for 256 dimensions) in one memory-mapped ``uint64``
+matrix; a query computes the Hamming distance to every code (a few hundred microseconds
+for 100k vectors) and hands the nearest :data:`BITSCAN_POOL` to exact re-scoring. It
+finds what a graph misses in crowded neighbourhoods (the release's many near-identical
+titles), at a cost linear in the number of vectors: for a source of millions of vectors
+use an HNSW backend.
 
 Similarity: vectors are unit length, so cosine = inner product. usearch uses its ``cos``
 metric (exact for unit vectors and correct for its f16/i8 storage), hnswlib its ``ip``
@@ -52,13 +62,14 @@ __all__ = [
     "BACKENDS",
     "AnnIndex",
     "build_ann_index",
+    "choose_backend",
     "filtered_search",
     "load_vectors",
     "open_ann_index",
     "save_vectors",
 ]
 
-BACKENDS = ("usearch", "hnswlib")
+BACKENDS = ("usearch", "hnswlib", "bitscan")
 SIDECAR_FORMAT = 1
 _USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
 _EXACT_CHUNK = 65536
@@ -66,6 +77,14 @@ RESCORE_MARGIN = 2
 """An unfiltered search asks the index for this many times ``k`` keys and keeps the ``k``
 best after exact re-scoring: index distances of f16 storage can swap near ties (many
 queries' 10th and 11th neighbours lie within 1e-3), the exact scores do not."""
+BITSCAN_MAX_VECTORS = 1_000_000
+"""``auto`` (the build's default) indexes a source of up to this many vectors with
+``bitscan`` and a larger one with usearch, whose search cost does not grow with it."""
+BITSCAN_POOL = 1000
+"""A ``bitscan`` search re-scores at least this many candidates exactly: the nearest by
+Hamming distance of the sign codes. On the release's wordllama vectors (114k, 256
+dimensions) the true 10 nearest lie among the 500 nearest codes for 98 % of queries and
+among the 1,000 nearest for 99 % (``benchmarks/README.md``)."""
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -127,6 +146,7 @@ class AnnIndex(ABC):
         for key, original in zip(copies["keys"], copies["of"], strict=True):
             members.setdefault(int(original), []).append(int(key))
         self._copies = {k: np.asarray(v, dtype=np.int64) for k, v in members.items()}
+        self._with_copy = np.asarray(sorted(self._copies), dtype=np.int64)
         self._indexed = int(info.get("indexed", info["count"]))
 
     @property
@@ -158,13 +178,21 @@ class AnnIndex(ABC):
 
     def _with_copies(self, keys: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``keys`` and the keys of their identical vectors, each copy at its key's score."""
-        pairs = zip(keys.tolist(), scores, strict=True)
-        extra = [(self._copies[k], s) for k, s in pairs if k in self._copies]
-        if not extra:
+        owners = self._with_copy
+        if not owners.size:
             return keys, scores
+        at = np.minimum(np.searchsorted(owners, keys), owners.size - 1)
+        holders = np.flatnonzero(owners[at] == keys)
+        if not holders.size:
+            return keys, scores
+        extra = [(self._copies[int(keys[i])], scores[i]) for i in holders]
         copy_keys = np.concatenate([c for c, _ in extra])
         copy_scores = np.concatenate([np.full(len(c), s, np.float32) for c, s in extra])
         return np.concatenate([keys, copy_keys]), np.concatenate([scores, copy_scores])
+
+    def rescore_count(self, k: int) -> int:
+        """How many candidates :func:`filtered_search` re-scores exactly for ``k`` results."""
+        return RESCORE_MARGIN * k
 
     @abstractmethod
     def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -216,7 +244,64 @@ class _HnswlibIndex(AnnIndex):
             return np.asarray(labels[0]), np.asarray(distances[0])
 
 
+class _BitscanIndex(AnnIndex):
+    """Sign codes scanned by Hamming distance: every indexed vector, centred on the
+    corpus mean, as one bit per dimension (1 when above the mean). The file is one
+    ``uint64`` matrix, row 0 the keys and each further row one 64-bit word of every
+    vector's code, so a query reads each word row contiguously from the memory map.
+    Scores are the Hamming estimate of cosine (``cos(pi * h / bits)``); the nearest
+    :data:`BITSCAN_POOL` codes are re-scored exactly by :func:`filtered_search`."""
+
+    backend = "bitscan"
+
+    def __init__(self, path: Path, info: dict[str, Any]) -> None:
+        super().__init__(path, info)
+        table = np.load(path, mmap_mode="r", allow_pickle=False)
+        words = _code_words(self.dimension)
+        if table.dtype != np.uint64 or table.shape != (1 + words, self._indexed):
+            raise ValueError(f"{path} is not a bitscan index of {self._indexed} vectors")
+        self._keys = np.asarray(table[0]).view(np.int64)
+        self._words = table[1:]
+        self._mean = np.asarray(info["mean"], dtype=np.float32)
+
+    def rescore_count(self, k: int) -> int:
+        return max(RESCORE_MARGIN * k, BITSCAN_POOL)
+
+    def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        code = _sign_codes((query - self._mean)[None, :])[:, 0]
+        distance = np.bitwise_count(self._words[0] ^ code[0]).astype(np.uint16)
+        for word, bits in zip(self._words[1:], code[1:], strict=True):
+            distance += np.bitwise_count(word ^ bits)
+        if count < distance.size:  # the nearest ``count`` codes, ties at the edge kept
+            histogram = np.cumsum(np.bincount(distance, minlength=64 * len(code) + 1))
+            rows = np.flatnonzero(distance <= np.searchsorted(histogram, count))
+        else:
+            rows = np.arange(distance.size)
+        angle = np.pi * distance[rows].astype(np.float64) / self.dimension
+        return self._keys[rows], 1.0 - np.cos(np.minimum(angle, np.pi))
+
+
+def _code_words(dimension: int) -> int:
+    return max(1, math.ceil(dimension / 64))
+
+
+def _sign_codes(centred: np.ndarray) -> np.ndarray:
+    """One bit per dimension (1 above the mean) of each row, as ``(words, rows)`` uint64."""
+    words = _code_words(centred.shape[1])
+    packed = np.zeros((centred.shape[0], 8 * words), np.uint8)
+    packed[:, : math.ceil(centred.shape[1] / 8)] = np.packbits(centred > 0, axis=1)
+    return np.ascontiguousarray(packed.view("<u8").astype(np.uint64).T)
+
+
 # -- build ----------------------------------------------------------------------------
+
+
+def choose_backend(requested: str, count: int) -> str:
+    """The backend that indexes ``count`` vectors: ``requested``, or for ``auto``
+    bitscan up to :data:`BITSCAN_MAX_VECTORS` vectors and usearch above."""
+    if requested != "auto":
+        return requested
+    return "bitscan" if count <= BITSCAN_MAX_VECTORS else "usearch"
 
 
 def build_ann_index(
@@ -238,7 +323,8 @@ def build_ann_index(
     default: half the size of f32, recall unchanged for unit vectors; also ``f32``,
     ``bf16``, ``i8``); hnswlib always stores f32 and records that. ``connectivity`` is
     HNSW ``M``; ``expansion_add``/``expansion_search`` are ``ef_construction``/``ef``.
-    ``threads=1`` keeps the file reproducible (see the module docstring).
+    ``threads=1`` keeps the file reproducible (see the module docstring). ``bitscan``
+    takes none of these: it stores sign codes and the corpus mean.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown ANN backend {backend!r} (known: {', '.join(BACKENDS)})")
@@ -266,11 +352,17 @@ def build_ann_index(
             path, lambda tmp: _build_usearch(matrix[first], key_array[first], tmp, dtype, params)
         )
         extra = {"dtype": dtype, "metric": "cos"}
-    else:
+    elif backend == "hnswlib":
         _atomic_write(
             path, lambda tmp: _build_hnswlib(matrix[first], key_array[first], tmp, params)
         )
         extra = {"dtype": "f32", "metric": "ip", "space": "ip"}
+    else:
+        mean = matrix[first].mean(axis=0) if first.size else np.zeros(matrix.shape[1])
+        mean = mean.astype(np.float32)
+        _atomic_write(path, lambda tmp: _build_bitscan(matrix[first], key_array[first], tmp, mean))
+        extra = {"dtype": "b1", "metric": "hamming", "mean": [float(x) for x in mean]}
+        params = {"rescore_pool": BITSCAN_POOL}
     info = {
         "format": SIDECAR_FORMAT,
         "backend": backend,
@@ -336,6 +428,12 @@ def _build_hnswlib(matrix: np.ndarray, keys: np.ndarray, tmp: Path, params: dict
     index.save_index(os.fspath(tmp))
 
 
+def _build_bitscan(matrix: np.ndarray, keys: np.ndarray, tmp: Path, mean: np.ndarray) -> None:
+    table = np.concatenate([keys.astype(np.uint64)[None, :], _sign_codes(matrix - mean)])
+    with tmp.open("wb") as handle:  # a file object: np.save must not append ".npy"
+        np.save(handle, table, allow_pickle=False)
+
+
 # -- open -----------------------------------------------------------------------------
 
 
@@ -365,6 +463,8 @@ def open_ann_index(path: Path, backend: str | None = None) -> AnnIndex:
         return _UsearchIndex(path, info)
     if found == "hnswlib":
         return _HnswlibIndex(path, info)
+    if found == "bitscan":
+        return _BitscanIndex(path, info)
     raise ValueError(f"{path}: unknown ANN backend {found!r} in its sidecar")
 
 
@@ -434,9 +534,11 @@ def filtered_search(
     """Top ``k`` keys among ``allowed_keys`` (None = all) with exact cosine scores.
 
     Keys are row numbers into ``vectors_mmap``. Without a filter the index is asked for
-    :data:`RESCORE_MARGIN` times ``k`` keys. Up to ``exact_threshold`` allowed keys
+    :meth:`AnnIndex.rescore_count` keys (:data:`RESCORE_MARGIN` times ``k``; a bitscan
+    index at least :data:`BITSCAN_POOL`). Up to ``exact_threshold`` allowed keys
     are scored by brute force; more use the ANN with ``k`` scaled by the filter's
-    selectivity (x2 margin, x4 per retry, at most ``max_candidates`` candidates), then
+    selectivity (the re-scoring pool times the share of keys allowed, x4 per retry, at
+    most ``max_candidates`` candidates), then
     exact search over the allowed rows if the candidates still hold fewer than ``k``
     allowed keys.
     Returns ``min(k, number allowed)`` results: score descending, key ascending.
@@ -446,7 +548,7 @@ def filtered_search(
         return np.empty(0, np.int64), np.empty(0, np.float32)
     n = len(index)
     if allowed_keys is None:
-        keys, _ = index.search(q, RESCORE_MARGIN * k)
+        keys, _ = index.search(q, index.rescore_count(k))
         return _top_k(keys, _exact_scores(vectors_mmap, keys, q), k)
     allowed = np.unique(np.asarray(allowed_keys, dtype=np.int64))
     if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors_mmap.shape[0]):
@@ -455,7 +557,7 @@ def filtered_search(
         return _exact_top_k(vectors_mmap, allowed, q, k)
     wanted = min(k, allowed.size)
     limit = min(n, max(max_candidates, k))
-    count = min(limit, max(4 * k, math.ceil(2 * k * n / allowed.size)))
+    count = min(limit, max(4 * k, math.ceil(index.rescore_count(k) * n / allowed.size)))
     while True:
         keys, _ = index.search(q, count)
         hits = keys[np.isin(keys, allowed, assume_unique=True)]

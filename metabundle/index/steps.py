@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from metabundle.config import BuildSettings, env
 from metabundle.db import connect
 from metabundle.errors import ConfigError
-from metabundle.index.ann import build_ann_index, save_vectors
+from metabundle.index.ann import build_ann_index, choose_backend, save_vectors
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
     CacheStats,
@@ -62,7 +62,7 @@ STEP_VERSION = {
     "keyword": "1",
     "embed_plan": "1",
     "embeddings": "1",
-    "ann": "2",
+    "ann": "3",
     "crosswalk": "1",
 }
 DONE = "_stage.json"
@@ -465,7 +465,8 @@ def build_embeddings(
 def build_ann_indexes(
     settings: BuildSettings, docs: SearchStage, embeddings: SearchStage, report: Reporter
 ) -> SearchStage:
-    """One HNSW index per source (keys are docnos), rebuilt only when vectors change."""
+    """One ANN index per source (keys are docnos; the backend :func:`choose_backend`
+    picks), rebuilt only when vectors change."""
     if not embeddings.files:
         return SearchStage("ann", "none", False)
     backend = settings.ann_backend
@@ -479,14 +480,18 @@ def build_ann_indexes(
                 "ORDER BY source, docno"
             ).fetchnumpy()
         files: dict[str, str] = {}
+        chosen: dict[str, str] = {}
         for source in sorted(set(rows["source"].tolist())):
             keys = rows["docno"][rows["source"] == source].astype(np.int64)
-            path = folder / f"{source}.{backend}"
-            build_ann_index(np.asarray(vectors[keys], dtype=np.float32), keys, path, backend)
+            chosen[source] = choose_backend(backend, len(keys))
+            path = folder / f"{source}.{chosen[source]}"
+            matrix = np.asarray(vectors[keys], dtype=np.float32)
+            build_ann_index(matrix, keys, path, chosen[source])
             files[f"ann/{path.name}"] = str(path)
             files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
-            report(f"ann index {source}: {len(keys):,} vectors ({backend})")
-        return SearchStage("ann", key, False, {}, files, {"ann_backend": backend})
+            report(f"ann index {source}: {len(keys):,} vectors ({chosen[source]})")
+        info = {"ann_backend": backend, **{f"ann_backend.{s}": b for s, b in chosen.items()}}
+        return SearchStage("ann", key, False, {}, files, info)
 
     return _cached_step(settings, "ann", key, make)
 

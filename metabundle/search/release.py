@@ -159,11 +159,17 @@ class Release:
         cosines = np.einsum("ij,ij->i", vectors[left], vectors[right])
         return float(np.quantile(cosines, 1.0 - UNRELATED_SHARE))
 
+    def ann_backend(self, source: str) -> str:
+        """The backend of ``source``'s ANN index: ``ann_backend.<source>`` of the
+        release's search facts (a release built before ``auto`` names one for all)."""
+        chosen = self.search_info.get(f"ann_backend.{source}")
+        return str(chosen or self.search_info.get("ann_backend", "usearch"))
+
     def ann_index(self, source: str) -> AnnIndex | None:
         """The memory-mapped ANN index of ``source`` (None when it has none)."""
         with self._lock:
             if source not in self._ann:
-                backend = self.search_info.get("ann_backend", "usearch")
+                backend = self.ann_backend(source)
                 path = self.path / "ann" / f"{source}.{backend}"
                 if not path.exists():
                     return None

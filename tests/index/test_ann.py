@@ -10,6 +10,7 @@ import pytest
 
 from metabundle.index.ann import (
     BACKENDS,
+    BITSCAN_POOL,
     AnnIndex,
     build_ann_index,
     filtered_search,
@@ -72,14 +73,18 @@ def index(built: Path) -> AnnIndex:
     return open_ann_index(built)
 
 
-def test_sidecar_describes_the_index(built: Path, index: AnnIndex) -> None:
+def test_sidecar_describes_the_index(built: Path, index: AnnIndex, data: np.ndarray) -> None:
     info = json.loads(built.with_suffix(".json").read_text())
     assert info["backend"] == index.backend == built.parent.name.rstrip("0123456789")
     assert (info["dimension"], info["count"]) == (DIM, N)
-    assert info["dtype"] == ("f16" if index.backend == "usearch" else "f32")
-    assert info["metric"] in ("cos", "ip")
-    assert info["params"]["connectivity"] == 16
-    assert info["params"]["expansion_search"] == 128
+    assert info["dtype"] == {"usearch": "f16", "hnswlib": "f32", "bitscan": "b1"}[index.backend]
+    if index.backend == "bitscan":
+        assert info["metric"] == "hamming" and info["params"] == {"rescore_pool": BITSCAN_POOL}
+        assert np.allclose(info["mean"], data.mean(axis=0), atol=1e-6)
+    else:
+        assert info["metric"] in ("cos", "ip")
+        assert info["params"]["connectivity"] == 16
+        assert info["params"]["expansion_search"] == 128
     assert len(index) == N and index.dimension == DIM
     assert sorted(p.name for p in built.parent.iterdir()) == ["docs.index", "docs.json"]
 
@@ -94,13 +99,37 @@ def test_query_equal_to_a_stored_vector_is_top_1(index: AnnIndex, data: np.ndarr
 
 
 def test_recall_at_10_against_brute_force(
-    index: AnnIndex, data: np.ndarray, queries: np.ndarray
+    index: AnnIndex, data: np.ndarray, queries: np.ndarray, vectors_file: np.ndarray
 ) -> None:
-    hits = 0
+    """A graph's own search, and what every backend answers through the production path
+    (its candidates re-scored exactly: a bitscan index's Hamming order alone is coarse)."""
+    raw = hits = 0
     for query in queries:
-        keys, _ = index.search(query, K)
-        hits += len(set(keys.tolist()) & set(brute_force(data, query, K).tolist()))
-    assert hits / (K * len(queries)) >= 0.9
+        truth = set(brute_force(data, query, K).tolist())
+        raw += len(set(index.search(query, K)[0].tolist()) & truth)
+        hits += len(set(filtered_search(index, vectors_file, query, K, None)[0].tolist()) & truth)
+    assert hits / (K * len(queries)) >= 0.98
+    if index.backend != "bitscan":
+        assert raw / (K * len(queries)) >= 0.9
+
+
+def test_bitscan_codes_are_the_signs_around_the_mean(tmp_path: Path) -> None:
+    vectors = clustered_unit_vectors(300, 70, seed=3)  # 70 is no multiple of 64: two words
+    path = tmp_path / "codes.bitscan"
+    build_ann_index(vectors, np.arange(300, dtype=np.int64) + 5, path, backend="bitscan")
+    table = np.load(path)
+    assert table.dtype == np.uint64 and table.shape == (3, 300)
+    assert table[0].tolist() == list(range(5, 305))  # row 0: the keys
+    bits = np.unpackbits(table[1:].T.copy().view(np.uint8), axis=1)[:, :70].astype(bool)
+    np.testing.assert_array_equal(bits, vectors - vectors.mean(axis=0) > 0)
+    index = open_ann_index(path)
+    keys, scores = index.search(vectors[10], 300)
+    assert keys[0] == 15 and scores[0] == pytest.approx(1.0)
+    centred = vectors - vectors.mean(axis=0)
+    query_bits = centred[10] > 0
+    hamming = (bits != query_bits).sum(axis=1)
+    expected = np.cos(np.pi * hamming / 70)
+    np.testing.assert_allclose(np.sort(scores)[::-1], np.sort(expected)[::-1], atol=1e-5)
 
 
 def test_search_clamps_k_and_validates_queries(index: AnnIndex, data: np.ndarray) -> None:

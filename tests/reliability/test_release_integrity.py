@@ -102,7 +102,7 @@ KINDS = {
     "parquet": "parquet/omop_concept.parquet",
     "duckdb": "metabundle.duckdb",
     "sqlite": "metabundle.sqlite",
-    "ann": "ann/omop.usearch",
+    "ann": "ann/omop.bitscan",
     "vectors": "ann/vectors.npy",
     "fts": "fts/weight.npy",
     "manifest": "manifest.json",
