@@ -29,7 +29,7 @@ from metabundle.errors import ReleaseError
 from metabundle.release.coverage import coverage_html
 from metabundle.release.sqlite_file import fts_table_name
 from metabundle.schemas import ColumnType, Table, all_tables, get_table
-from metabundle.sources.registry import SOURCES
+from metabundle.schemas.sources import DESCRIPTORS
 
 RELEASE_FOLDER = "datasette"
 METADATA_FILE = "metadata.json"
@@ -137,7 +137,7 @@ def _source_terms(
     """Source ``name``'s template entry, with its title (and upstream version) and
     home page."""
     entry = dict(terms.get(name) or {})
-    spec = SOURCES.get(name)
+    spec = DESCRIPTORS.get(name)
     if spec is not None:
         upstream = (manifest.get("sources") or {}).get(name, {}).get("upstream_version")
         entry.setdefault("source", f"{spec.title} ({upstream})" if upstream else spec.title)

@@ -23,6 +23,7 @@ from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ParseError
 from metabundle.release.staging import StagedTable, TableData, stage_table
+from metabundle.schemas.sources import SourceDescriptor
 from metabundle.sources.layout import Upstream
 
 if TYPE_CHECKING:  # the fetcher (httpx) is not imported where a release is only read
@@ -265,19 +266,16 @@ def left_out(what: str, remedy: str, count: int | None = None) -> dict[str, Any]
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """A source: its name, what it produces, and its three steps.
+    """A source: its descriptor (name, title, homepage, folded kinds; declared in
+    :mod:`metabundle.schemas.sources`), what it produces, and its three steps.
 
     ``version`` names the parser's output format; bump it when parsing changes so that
-    staged tables cached under the old version are not reused. ``folded_kinds`` maps a
-    kind of search document to the kind of its parent when, in a list that spans
-    sources, a hit of the child is better shown as its parent (a survey answer "Yes"
-    says nothing without its question). ``public_urls`` are the public addresses a
-    build without a mirror reads first (probed before the build starts).
+    staged tables cached under the old version are not reused. ``public_urls`` are the
+    public addresses a build without a mirror reads first (probed before the build
+    starts).
     """
 
-    name: str
-    title: str
-    homepage: str
+    descriptor: SourceDescriptor
     tables: tuple[str, ...]
     fetch: Callable[[FetchContext], RawSnapshot]
     parse: Callable[[ParseContext], None]
@@ -286,4 +284,19 @@ class SourceSpec:
     public_urls: Callable[[BuildSettings], tuple[str, ...]] = lambda settings: ()
     depends_on: tuple[str, ...] = ()
     version: str = "1"
-    folded_kinds: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.descriptor.name
+
+    @property
+    def title(self) -> str:
+        return self.descriptor.title
+
+    @property
+    def homepage(self) -> str:
+        return self.descriptor.homepage
+
+    @property
+    def folded_kinds(self) -> Mapping[str, str]:
+        return self.descriptor.folded_kinds

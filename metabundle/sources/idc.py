@@ -20,6 +20,7 @@ import idc_index_data
 from metabundle.db import connect
 from metabundle.digest import sha256_file
 from metabundle.schemas.idc_indices import INDEX_TABLES
+from metabundle.schemas.sources import IDC
 from metabundle.sources.base import (
     CoverageContext,
     FetchContext,
@@ -32,7 +33,7 @@ from metabundle.sources.base import (
 )
 from metabundle.sources.idc_indices import CLINICAL_PREFIX, fetch_unshipped, parse_unshipped
 
-NAME = "idc"
+NAME = IDC.name
 INDICES = (
     "collections_index",
     "analysis_results_index",
@@ -196,9 +197,7 @@ def coverage(ctx: CoverageContext) -> dict[str, Any]:
 
 
 SOURCE = SourceSpec(
-    name=NAME,
-    title="NCI Imaging Data Commons",
-    homepage="https://portal.imaging.datacommons.cancer.gov/",
+    descriptor=IDC,
     tables=(
         "idc_collection",
         "idc_analysis_result",

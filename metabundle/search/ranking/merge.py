@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from metabundle.schemas.sources import describe
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import RRF_K, SEARCH_ALL
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, Retrieval, combine, documents, source_mask
-from metabundle.sources.registry import get_source
 
 DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
 MERGE = "each source ranked on its own, then interleaved by rank (ties by cosine)"
@@ -83,7 +83,7 @@ def fold_into_parents(release: Release, hits: list[Hit], rows: Rows) -> list[Hit
         h.docno: f"{row['source']}:{folded}:{row['parent_id']}"
         for h in hits
         if (row := rows[h.docno])["parent_id"]
-        and (folded := get_source(row["source"]).folded_kinds.get(row["kind"]))
+        and (folded := describe(row["source"]).folded_kinds.get(row["kind"]))
     }
     if not parent_ids:
         return hits

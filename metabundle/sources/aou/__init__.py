@@ -10,6 +10,7 @@ declared in :mod:`metabundle.schemas.aou`, :mod:`.docs` yields the search docume
 
 from __future__ import annotations
 
+from metabundle.schemas.sources import AOU
 from metabundle.sources.aou.coverage import coverage
 from metabundle.sources.aou.docs import search_docs
 from metabundle.sources.aou.fetch import REPOSITORY_RAW, fetch
@@ -17,9 +18,7 @@ from metabundle.sources.aou.parse import parse
 from metabundle.sources.base import SourceSpec
 
 SOURCE = SourceSpec(
-    name="aou",
-    title="All of Us Research Program public Data Browser",
-    homepage="https://databrowser.researchallofus.org/",
+    descriptor=AOU,
     tables=("aou_item", "aou_item_identifier", "aou_item_edge", "aou_item_link", "aou_unit"),
     fetch=fetch,
     parse=parse,
@@ -28,7 +27,6 @@ SOURCE = SourceSpec(
     public_urls=lambda settings: (f"{REPOSITORY_RAW}/",),
     depends_on=("omop",),
     version="2",  # 2: malformed records are quarantined
-    folded_kinds={"answer": "question"},
 )
 
 __all__ = ["SOURCE"]

@@ -10,6 +10,7 @@ Modules: :mod:`.fetch` (selection, discovery through directory listings, downloa
 
 from __future__ import annotations
 
+from metabundle.schemas.sources import DBGAP
 from metabundle.sources.base import SourceSpec
 from metabundle.sources.dbgap.accessions import FTP_STUDIES
 from metabundle.sources.dbgap.coverage import coverage
@@ -18,9 +19,7 @@ from metabundle.sources.dbgap.fetch import csv_public_url, fetch
 from metabundle.sources.dbgap.parse import parse
 
 SOURCE = SourceSpec(
-    name="dbgap",
-    title="dbGaP (database of Genotypes and Phenotypes)",
-    homepage="https://www.ncbi.nlm.nih.gov/gap/",
+    descriptor=DBGAP,
     tables=(
         "dbgap_study",
         "dbgap_unbuilt_study",

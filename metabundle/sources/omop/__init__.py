@@ -30,8 +30,8 @@ Modules: :mod:`.exports` (fetch: which exports), :mod:`.athena` (reading one fil
 
 from __future__ import annotations
 
+from metabundle.schemas.sources import OMOP
 from metabundle.sources.base import FetchContext, RawSnapshot, SourceSpec
-from metabundle.sources.omop.athena import SOURCE as NAME
 from metabundle.sources.omop.athena import TABLE_FILES
 from metabundle.sources.omop.coverage import ATHENA_EXPORT, PUBLIC_SUBSETS, coverage
 from metabundle.sources.omop.docs import search_docs
@@ -54,9 +54,7 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
 
 
 SOURCE = SourceSpec(
-    name=NAME,
-    title="OMOP standardized vocabularies",
-    homepage="https://athena.ohdsi.org/",
+    descriptor=OMOP,
     tables=tuple(t.table.name for t in TABLE_FILES),
     fetch=fetch,
     parse=parse,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from metabundle.schemas.sources import UKB
 from metabundle.sources.base import ParseContext, SourceSpec
 from metabundle.sources.ukb.categories import SchemaTitle, build_tree, category_table
 from metabundle.sources.ukb.codings import (
@@ -41,7 +42,7 @@ from metabundle.sources.ukb.legacy import leaf_paths, load_legacy
 from metabundle.sources.ukb.lookups import lookup_rows
 from metabundle.sources.ukb.tsv import TsvFile, load_tsv, sql_literal
 
-NAME = "ukb"
+NAME = UKB.name
 
 
 def _required(ctx: ParseContext, key: str) -> TsvFile:
@@ -143,9 +144,7 @@ def parse(ctx: ParseContext) -> None:
 
 
 SOURCE = SourceSpec(
-    name=NAME,
-    title="UK Biobank Showcase",
-    homepage="https://biobank.ndph.ox.ac.uk/ukb/",
+    descriptor=UKB,
     tables=("ukb_field", "ukb_field_alias", "ukb_category", "ukb_encoding", "ukb_encoding_value"),
     fetch=fetch,
     parse=parse,
