@@ -757,3 +757,17 @@ def test_keyword_and_identifier_queries(eval_figures: dict) -> None:
     for method in ("keyword", "hybrid"):
         assert eval_figures["keyword"][method]["recall@10"] >= 0.9
         assert eval_figures["identifier"][method]["mrr"] == 1.0
+
+
+def test_a_search_hit_lists_a_few_cancer_types_and_counts_them_all(release: Release) -> None:
+    payload = call_tool(release, "search_idc", {"query": "eay131", "limit": 3})
+    first = payload["results"][0]
+    assert first["id"] == "eay131"
+    (stored,) = release.query(
+        "SELECT cancer_types FROM idc_collection WHERE collection_id = 'eay131'"
+    )[0]
+    every = [part.strip() for part in stored.split(",") if part.strip()]
+    assert len(every) > 8
+    assert first["cancer_types"] == every[:8] and first["cancer_types_total"] == len(every)
+    short = next(i for i in payload["results"][1:] if "cancer_types" in i)
+    assert "cancer_types_total" not in short or len(short["cancer_types"]) == 8

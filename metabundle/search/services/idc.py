@@ -445,6 +445,20 @@ class SearchIdcParams(Params):
     explain: Explain = False
 
 
+SUMMARY_LIST_ITEMS = 8
+"""A search hit lists at most this many cancer types or collections (a basket trial
+such as EAY131 names dozens); ``<name>_total`` then counts them all, and
+get_collection or list_analysis_results gives the whole list."""
+
+
+def _summary_list(name: str, text: str | None) -> dict[str, Any]:
+    """``{name: items}``, cut to :data:`SUMMARY_LIST_ITEMS` with ``<name>_total``."""
+    items = split_list(text)
+    if len(items) <= SUMMARY_LIST_ITEMS:
+        return {name: items}
+    return {name: items[:SUMMARY_LIST_ITEMS], f"{name}_total": len(items)}
+
+
 def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per entity id, the facts an agent needs to choose among results."""
     ids = [r["entity_id"] for r in rows]
@@ -455,7 +469,7 @@ def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str
         [ids],
     ):
         details[r["collection_id"]] = {
-            "cancer_types": split_list(r["cancer_types"]),
+            **_summary_list("cancer_types", r["cancer_types"]),
             "tumor_locations": split_list(r["tumor_locations"]),
             "modalities": r["modalities"],
             "subjects": r["subjects"],
@@ -466,7 +480,7 @@ def _details(release: Release, rows: list[dict[str, Any]]) -> dict[str, dict[str
         [ids],
     ):
         details[r["analysis_result_id"]] = {
-            "collections": split_list(r["collections"]),
+            **_summary_list("collections", r["collections"]),
             "modalities": split_list(r["modalities"]),
             "subjects": r["subjects"],
         }
