@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from metabundle.config import BuildSettings, env
 from metabundle.db import connect
 from metabundle.errors import ConfigError
-from metabundle.index.ann import build_ann_index, choose_backend, save_vectors
+from metabundle.index.ann import build_source_index, save_vectors
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
     CacheStats,
@@ -62,7 +62,7 @@ STEP_VERSION = {
     "keyword": "1",
     "embed_plan": "1",
     "embeddings": "1",
-    "ann": "3",
+    "ann": "4",
     "crosswalk": "1",
 }
 DONE = "_stage.json"
@@ -465,8 +465,9 @@ def build_embeddings(
 def build_ann_indexes(
     settings: BuildSettings, docs: SearchStage, embeddings: SearchStage, report: Reporter
 ) -> SearchStage:
-    """One ANN index per source (keys are docnos; the backend :func:`choose_backend`
-    picks), rebuilt only when vectors change."""
+    """One ANN index per source (keys are docnos; the backend as
+    :func:`~metabundle.index.ann.build_source_index` picks it), rebuilt only when
+    vectors change."""
     if not embeddings.files:
         return SearchStage("ann", "none", False)
     backend = settings.ann_backend
@@ -481,16 +482,24 @@ def build_ann_indexes(
             ).fetchnumpy()
         files: dict[str, str] = {}
         chosen: dict[str, str] = {}
+        measured: dict[str, float] = {}
         for source in sorted(set(rows["source"].tolist())):
             keys = rows["docno"][rows["source"] == source].astype(np.int64)
-            chosen[source] = choose_backend(backend, len(keys))
-            path = folder / f"{source}.{chosen[source]}"
             matrix = np.asarray(vectors[keys], dtype=np.float32)
-            build_ann_index(matrix, keys, path, chosen[source])
+            path, recall = build_source_index(matrix, keys, folder / source, backend)
+            chosen[source] = path.suffix.lstrip(".")
             files[f"ann/{path.name}"] = str(path)
             files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
-            report(f"ann index {source}: {len(keys):,} vectors ({chosen[source]})")
-        info = {"ann_backend": backend, **{f"ann_backend.{s}": b for s, b in chosen.items()}}
+            note = ""
+            if recall is not None:
+                measured[source] = round(recall, 4)
+                note = f"; usearch recall@10 on its own vectors {recall:.3f}"
+            report(f"ann index {source}: {len(keys):,} vectors ({chosen[source]}{note})")
+        info = {
+            "ann_backend": backend,
+            **{f"ann_backend.{s}": b for s, b in chosen.items()},
+            **{f"ann_self_recall.{s}": r for s, r in measured.items()},
+        }
         return SearchStage("ann", key, False, {}, files, info)
 
     return _cached_step(settings, "ann", key, make)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from metabundle.schemas.model import Column, ColumnType, Table
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import source_list
 
 S, I64, TS, J = ColumnType.STRING, ColumnType.INT64, ColumnType.TIMESTAMP, ColumnType.JSON
 
@@ -26,7 +27,7 @@ SOURCE_SNAPSHOT = Table(
     description="One row per source in this release: where its data came from, which "
     "upstream version, when it was fetched, a hash of its inputs and its row counts.",
     columns=(
-        Column("source", S, "Source name: dbgap, ukb, aou, omop or idc.", nullable=False),
+        Column("source", S, f"Source name: {source_list()}.", nullable=False),
         Column("title", S, "Human-readable name of the source.", nullable=False),
         Column("upstream_url", S, "Base URL (or folder) the source was fetched from."),
         Column("upstream_version", S, "Version or date stamp the upstream publishes, if any."),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from metabundle.schemas.model import Column, ColumnType, Table, Target
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import source_list
 
 S, I32, I64, F64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT64
 B, SL, V = ColumnType.BOOL, ColumnType.STRING_LIST, ColumnType.VECTOR
@@ -26,7 +27,7 @@ SEARCH_DOC = Table(
             "indexes; assigned in doc_id order.",
             nullable=False,
         ),
-        Column("source", S, "Source name: dbgap, ukb, aou, omop or idc.", nullable=False),
+        Column("source", S, f"Source name: {source_list()}.", nullable=False),
         Column(
             "kind", S, "Entity kind within the source, e.g. variable or collection.", nullable=False
         ),

@@ -49,3 +49,9 @@ DESCRIPTORS: Mapping[str, SourceDescriptor] = MappingProxyType(
 def describe(name: str) -> SourceDescriptor:
     """The descriptor of source ``name``."""
     return DESCRIPTORS[name]
+
+
+def source_list(last: str = "or") -> str:
+    """Every source name in a sentence: ``"dbgap, ukb, aou, omop or idc"``."""
+    names = list(DESCRIPTORS)
+    return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else names[0]

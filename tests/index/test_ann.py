@@ -8,15 +8,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from metabundle.index import ann
 from metabundle.index.ann import (
+    AUTO_MIN_RECALL,
     BACKENDS,
     BITSCAN_POOL,
     AnnIndex,
     build_ann_index,
+    build_source_index,
     filtered_search,
     load_vectors,
     open_ann_index,
     save_vectors,
+    self_recall,
 )
 
 N, DIM, K = 5000, 64, 10
@@ -286,3 +290,33 @@ def test_identical_vectors_are_indexed_once_and_all_found(
     assert np.allclose(scores[:61], 1.0, atol=1e-3) and scores[61] < scores[60]
     found, _ = index.search(vectors[299], 2)
     assert found.tolist() == [1299, 1300]
+
+
+def test_auto_keeps_a_graph_that_finds_its_neighbours_and_scans_otherwise(
+    tmp_path: Path, data: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = np.arange(N, dtype=np.int64) + 7
+    kept, recall = build_source_index(data, keys, tmp_path / "kept")
+    assert kept.name == "kept.usearch" and recall is not None and recall >= AUTO_MIN_RECALL
+    monkeypatch.setattr(ann, "AUTO_MIN_RECALL", 1.01)  # no graph is good enough
+    scanned, again = build_source_index(data, keys, tmp_path / "scanned")
+    assert scanned.name == "scanned.bitscan" and again == recall  # the same measurement
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "kept.json",
+        "kept.usearch",
+        "scanned.bitscan",
+        "scanned.json",
+    ]
+    assert open_ann_index(scanned).backend == "bitscan"
+    chosen, none = build_source_index(data, keys, tmp_path / "chosen", "hnswlib")
+    assert chosen.name == "chosen.hnswlib" and none is None
+
+
+def test_self_recall_measures_what_the_index_finds(tmp_path: Path, data: np.ndarray) -> None:
+    keys = np.arange(N, dtype=np.int64)
+    exact = tmp_path / "small.bitscan"  # 600 vectors, a pool of 1,000: exact
+    build_ann_index(data[:600], keys[:600], exact, "bitscan")
+    assert self_recall(open_ann_index(exact), data[:600], keys[:600]) == 1.0
+    wrong = tmp_path / "wrong.usearch"  # a graph of other vectors under the same keys
+    build_ann_index(np.random.default_rng(3).permutation(data), keys, wrong, "usearch")
+    assert self_recall(open_ann_index(wrong), data, keys) < 0.2

@@ -67,9 +67,9 @@ AT_OPEN: dict[str, tuple[Callable[[Path], None], str]] = {
         lambda root: (root / "fts" / "meta.json").unlink(),
         "fts/meta.json is listed in manifest.json but missing",
     ),
-    "ann/omop.bitscan deleted": (
-        lambda root: (root / "ann" / "omop.bitscan").unlink(),
-        "ann/omop.bitscan is listed in manifest.json but missing",
+    "ann/omop.usearch deleted": (
+        lambda root: (root / "ann" / "omop.usearch").unlink(),
+        "ann/omop.usearch is listed in manifest.json but missing",
     ),
     "manifest version edited": (edit_version, "manifest.json does not match its sha256"),
     "corrupt duckdb": (corrupt_duckdb, "metabundle.duckdb cannot be opened"),

@@ -102,7 +102,7 @@ KINDS = {
     "parquet": "parquet/omop_concept.parquet",
     "duckdb": "metabundle.duckdb",
     "sqlite": "metabundle.sqlite",
-    "ann": "ann/omop.bitscan",
+    "ann": "ann/omop.usearch",
     "vectors": "ann/vectors.npy",
     "fts": "fts/weight.npy",
     "manifest": "manifest.json",

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from metabundle.schemas import Target, duckdb_type, get_table
+from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.ranking.merge import MERGE, rank_all
@@ -184,7 +185,7 @@ class SearchAllParams(Params):
     method: Method = "hybrid"
     sources: Annotated[
         list[str] | None,
-        Field(max_length=10, description="dbgap, ukb, aou, omop, idc."),
+        Field(max_length=10, description=f"{', '.join(DESCRIPTORS)}."),
     ] = None
     kinds: Annotated[
         list[str] | None,
