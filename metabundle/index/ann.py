@@ -1,6 +1,6 @@
-"""Vector indexes behind one small interface: HNSW graphs (usearch, the default, and
-hnswlib) and ``bitscan``, a scan of one-bit sign codes whose nearest candidates are
-re-scored exactly.
+"""Vector indexes behind one small interface: HNSW graphs (usearch and hnswlib) and
+``bitscan``, a scan of one-bit sign codes whose nearest candidates are re-scored
+exactly; :func:`build_source_index` picks one per source.
 
 Build side: :func:`build_ann_index` writes the index file atomically (temporary file +
 rename) and a JSON sidecar ``path.with_suffix(".json")`` holding backend, dimension,
@@ -329,8 +329,9 @@ def build_source_index(
     and, for ``auto``, the usearch graph's :func:`self_recall`.
 
     ``auto`` builds usearch and keeps it when that recall reaches
-    :data:`AUTO_MIN_RECALL` (or the source holds more than :data:`BITSCAN_MAX_VECTORS`
-    vectors); otherwise it replaces the graph with a bitscan index. Crowded vectors
+    :data:`AUTO_MIN_RECALL` (or, unmeasured, when the source holds more than
+    :data:`BITSCAN_MAX_VECTORS` vectors); otherwise it replaces the graph with a
+    bitscan index. Crowded vectors
     (a static embedding model's, many near-identical titles) get the scan, where a graph
     misses neighbours; well-spread ones keep the faster graph.
     """
@@ -340,8 +341,10 @@ def build_source_index(
         return path, None
     graph = stem.with_name(f"{stem.name}.usearch")
     build_ann_index(vectors, keys, graph, "usearch")
+    if len(keys) > BITSCAN_MAX_VECTORS:  # a graph whatever its recall: nothing measured
+        return graph, None
     recall = self_recall(open_ann_index(graph), vectors, keys)
-    if recall >= AUTO_MIN_RECALL or len(keys) > BITSCAN_MAX_VECTORS:
+    if recall >= AUTO_MIN_RECALL:
         return graph, recall
     graph.unlink()
     graph.with_suffix(".json").unlink()

@@ -310,6 +310,9 @@ def test_auto_keeps_a_graph_that_finds_its_neighbours_and_scans_otherwise(
     assert open_ann_index(scanned).backend == "bitscan"
     chosen, none = build_source_index(data, keys, tmp_path / "chosen", "hnswlib")
     assert chosen.name == "chosen.hnswlib" and none is None
+    monkeypatch.setattr(ann, "BITSCAN_MAX_VECTORS", N - 1)  # too many to scan: a graph
+    large, unmeasured = build_source_index(data, keys, tmp_path / "large")
+    assert large.name == "large.usearch" and unmeasured is None
 
 
 def test_self_recall_measures_what_the_index_finds(tmp_path: Path, data: np.ndarray) -> None:
