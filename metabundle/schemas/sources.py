@@ -51,7 +51,7 @@ def describe(name: str) -> SourceDescriptor:
     return DESCRIPTORS[name]
 
 
-def source_list(last: str = "or") -> str:
+def source_list() -> str:
     """Every source name in a sentence: ``"dbgap, ukb, aou, omop or idc"``."""
-    names = list(DESCRIPTORS)
-    return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else names[0]
+    *first, last = DESCRIPTORS
+    return f"{', '.join(first)} or {last}"
