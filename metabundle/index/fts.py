@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from metabundle.index.tokenizer import SPLIT_PATTERN, TRIM_CHARS, tokenize
+from metabundle.index.variants import ALTERNATIVE_WEIGHT, TermVariants
 
 __all__ = [
     "K1",
@@ -128,6 +129,7 @@ class KeywordIndex:
     term_hash_id: np.ndarray
     term_bytes: np.ndarray
     term_bytes_offsets: np.ndarray
+    variants: TermVariants | None
     _local: threading.local
 
     @classmethod
@@ -153,6 +155,7 @@ class KeywordIndex:
             term_hash_id=load("term_hash_id"),
             term_bytes=load("term_bytes"),
             term_bytes_offsets=load("term_bytes_offsets"),
+            variants=TermVariants.open(directory),
             _local=threading.local(),
         )
 
@@ -227,15 +230,18 @@ class KeywordIndex:
         in the corpus: the sum over the query's distinct terms of their highest posting
         weight (0.0 when no term is in the vocabulary). No document scores more, so
         ``score / ideal_score`` says how much of the query a match covers."""
+        return self._ideal(tokenize(query))
+
+    def _ideal(self, terms: list[str]) -> float:
         total = 0.0
-        for term_id in self.term_ids(tokenize(query)):
+        for term_id in self.term_ids(terms):
             start, end = self.offsets[term_id], self.offsets[term_id + 1]
             if end > start:
                 total += float(self.weight[start:end].max())
         return total
 
     def search(
-        self, query: str, k: int, allowed: np.ndarray | None = None
+        self, query: str, k: int, allowed: np.ndarray | None = None, *, variants: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` docs for ``query`` by BM25: ``(docnos int32, scores float32)``.
 
@@ -243,12 +249,42 @@ class KeywordIndex:
         boolean mask of length ``n_docs``; documents outside it are dropped
         before the top-k cut, so up to ``k`` allowed documents come back. Ties
         are broken by docno ascending. Thread-safe (per-thread score buffers).
+        With ``variants``, each alternative of the query (:mod:`.variants`) is
+        searched too and a document keeps its best score, an alternative's in the
+        query's units (its BM25 times the query's ideal score over its own) times
+        :data:`~metabundle.index.variants.ALTERNATIVE_WEIGHT`.
         """
         if allowed is not None:
             allowed = np.asarray(allowed, dtype=bool)
             if allowed.shape != (self.n_docs,):
                 raise ValueError(f"allowed must have shape ({self.n_docs},)")
-        term_ids = self.term_ids(tokenize(query))
+        terms = tokenize(query)
+        docs, scores = self._search_terms(terms, k, allowed)
+        alternatives = self.variants.alternatives(query) if variants and self.variants else []
+        if not alternatives:
+            return docs, scores
+        ideal = self._ideal(terms)
+        found_docs, found_scores = [docs], [scores]
+        for alternative in alternatives:
+            own = self._ideal(alternative)
+            if own <= 0:
+                continue
+            alt_docs, alt_scores = self._search_terms(alternative, k, allowed)
+            scale = ALTERNATIVE_WEIGHT * (ideal / own if ideal > 0 else 1.0)
+            found_docs.append(alt_docs)
+            found_scores.append((alt_scores * scale).astype(np.float32))
+        docs, scores = np.concatenate(found_docs), np.concatenate(found_scores)
+        order = np.lexsort((-scores, docs))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = docs[order][1:] != docs[order][:-1]
+        best = order[first]
+        docs, scores = _top_k(docs[best], scores[best], k)
+        return docs.astype(np.int32, copy=False), scores.astype(np.float32, copy=False)
+
+    def _search_terms(
+        self, terms: list[str], k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        term_ids = self.term_ids(terms)
         if k <= 0 or not term_ids:
             return _EMPTY_DOCS, _EMPTY_SCORES
         if len(term_ids) == 1:

@@ -49,6 +49,12 @@ from metabundle.index.embed import (
 )
 from metabundle.index.fts import bm25_macro_sql
 from metabundle.index.fts_build import build_fts_tables, write_keyword_arrays
+from metabundle.index.variants import (
+    mine_abbreviations,
+    spelling_pairs,
+    variant_table,
+    write_variants,
+)
 from metabundle.meter import Meter
 from metabundle.release.staging import stage_table
 from metabundle.schemas import get_table, quote_identifier
@@ -59,14 +65,14 @@ from metabundle.sources.steps import StagedSource
 Reporter = Callable[[str], None]
 STEP_VERSION = {
     "docs": "2",
-    "keyword": "1",
+    "keyword": "2",
     "embed_plan": "1",
     "embeddings": "1",
     "ann": "4",
     "crosswalk": "1",
 }
 DONE = "_stage.json"
-FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats")
+FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats", "fts_variant")
 VECTORS_FILE = "ann/vectors.npy"
 
 
@@ -223,25 +229,38 @@ def build_search_docs(
 def build_keyword_index(
     settings: BuildSettings, docs: SearchStage, report: Reporter
 ) -> SearchStage:
-    """FTS tables (release tables) and keyword arrays (``fts/`` in the release)."""
+    """FTS tables (release tables) and keyword arrays (``fts/`` in the release), with
+    the term variants the documents define (:mod:`metabundle.index.variants`)."""
     key = _key("keyword", docs.key)
 
     def make(folder: Path) -> SearchStage:
         table = pq.read_table(docs.table("search_doc"), columns=["docno", "title", "body"])
         tables = build_fts_tables(table)
+        with connect() as con:
+            abbreviations = mine_abbreviations(con, docs.table("search_doc"))
+        spellings = spelling_pairs(tables["fts_term"]["term"].to_pylist())
+        tables["fts_variant"] = variant_table(abbreviations, spellings)
         staged = {
             name: str(stage_table(name, tables[name], folder / f"{name}.parquet").path)
             for name in FTS_TABLES
         }
         arrays = folder / "fts"
         write_keyword_arrays(tables, arrays)
+        write_variants(tables["fts_variant"], arrays)
         files = {f"fts/{p.name}": str(p) for p in sorted(arrays.iterdir())}
         terms = tables["fts_term"].num_rows
         postings = tables["fts_posting"].num_rows
-        report(f"keyword index: {terms:,} terms, {postings:,} postings")
-        return SearchStage(
-            "keyword", key, False, staged, files, {"fts_terms": terms, "fts_postings": postings}
+        report(
+            f"keyword index: {terms:,} terms, {postings:,} postings, "
+            f"{len(abbreviations):,} abbreviations, {len(spellings):,} spelling pairs"
         )
+        info = {
+            "fts_terms": terms,
+            "fts_postings": postings,
+            "fts_abbreviations": len(abbreviations),
+            "fts_spellings": len(spellings),
+        }
+        return SearchStage("keyword", key, False, staged, files, info)
 
     return _cached_step(settings, "keyword", key, make)
 

@@ -161,6 +161,35 @@ FTS_STATS = Table(
     hidden=True,
 )
 
+FTS_VARIANT = Table(
+    name="fts_variant",
+    source="metabundle",
+    description="Term variants the corpus defines, which keyword search also scores: "
+    "abbreviations a document spells out ('Body mass index (BMI)') and British/American "
+    "spellings the vocabulary holds both of (anaemia/anemia).",
+    columns=(
+        Column("kind", S, "abbreviation or spelling.", nullable=False),
+        Column(
+            "form", S, "The short form as written, or the British spelling's term.", nullable=False
+        ),
+        Column(
+            "variant",
+            S,
+            "The long form as written, or the American spelling's term.",
+            nullable=False,
+        ),
+        Column(
+            "documents",
+            I32,
+            "Documents defining the abbreviation (0 for spellings).",
+            nullable=False,
+        ),
+    ),
+    primary_key=("kind", "form", "variant"),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
 EMBEDDING = Table(
     name="embedding",
     source="metabundle",
@@ -178,5 +207,13 @@ EMBEDDING = Table(
 )
 
 register(
-    SEARCH_DOC, SEARCH_IDENTIFIER, FTS_TERM, FTS_POSTING, FTS_DOC, FTS_FORM, FTS_STATS, EMBEDDING
+    SEARCH_DOC,
+    SEARCH_IDENTIFIER,
+    FTS_TERM,
+    FTS_POSTING,
+    FTS_DOC,
+    FTS_FORM,
+    FTS_STATS,
+    FTS_VARIANT,
+    EMBEDDING,
 )

@@ -175,11 +175,12 @@ def exact_matches(release: Release, query: str, mask: np.ndarray | None) -> list
 def keyword_candidates(
     release: Release, query: str, mask: np.ndarray | None, k: int
 ) -> list[tuple[int, float]]:
-    """Top ``k`` BM25 documents among ``mask``."""
+    """Top ``k`` BM25 documents among ``mask``, the query's term variants included
+    (abbreviations and spellings mined from the corpus, :mod:`metabundle.index.variants`)."""
     index = release.keywords
     if index is None:
         return []
-    docnos, scores = index.search(query, k, mask)
+    docnos, scores = index.search(query, k, mask, variants=True)
     return [(int(d), float(s)) for d, s in zip(docnos, scores, strict=True)]
 
 

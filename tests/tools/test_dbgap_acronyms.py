@@ -4,10 +4,10 @@ long form that names the study), on descriptions as dbGaP's export writes them."
 from __future__ import annotations
 
 from metabundle.index.tokenizer import tokenize
+from metabundle.index.variants import long_form
 from metabundle.search.services.dbgap_acronyms import (
     Described,
     defined_acronyms,
-    long_form,
     study_acronyms,
 )
 from metabundle.search.services.dbgap_studies import content_terms

@@ -5,9 +5,10 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
 1. **candidates**: exact identifiers and aliases (``exact_first``), the keyword
    generator (``keyword``: BM25 over title and body, a title term counting
    :data:`~metabundle.index.fts.TITLE_WEIGHT` times a body term, or a title
-   substring), a Jaro-Winkler title fallback (``title_fallback``) and cosine
-   similarity through the ANN index; all inside the tool's filter mask, before any
-   candidate limit;
+   substring; BM25 also scores the query's term variants, abbreviations and spellings
+   the corpus defines, :mod:`metabundle.index.variants`), a Jaro-Winkler title
+   fallback (``title_fallback``) and cosine similarity through the ANN index; all
+   inside the tool's filter mask, before any candidate limit;
 2. **folding** (``fold_kinds``): a child document that matches only through its
    parent's text (an All of Us answer repeating its question) stands for the parent;
 3. **fusion** (``fusion``; ``keyword_fusion`` for several keyword lists): weighted
@@ -37,6 +38,7 @@ from typing import Any, Literal
 
 from metabundle.index.fts import TITLE_WEIGHT
 from metabundle.index.tokenizer import tokenize
+from metabundle.index.variants import ALTERNATIVE_WEIGHT, MAX_ALTERNATIVES
 
 RRF_K = 60
 
@@ -146,6 +148,11 @@ class Policy:
             },
             "keyword": None if method == "semantic" else self.keyword,
             "fields": None if method == "semantic" else self.fields,
+            "term_variants": (
+                {"max_alternatives": MAX_ALTERNATIVES, "weight": ALTERNATIVE_WEIGHT}
+                if self.keyword == "bm25" and method != "semantic"
+                else None
+            ),
             "title_fallback": (
                 {"similarity_min": self.title_similarity_min, "pool": self.title_pool}
                 if self.title_fallback and method != "semantic"

@@ -15,37 +15,13 @@ and is dropped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-SHORT_FORM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9&/+-]{1,14})\s*\)")
-WORD_RE = re.compile(r"[\w'’-]+")
-MIN_SHORT_FORM = 3
-MIN_CAPITALS = 2
+from metabundle.index.variants import MIN_CAPITALS, MIN_SHORT_FORM, SHORT_FORM_RE, long_form
+
 MIN_NAME_SHARE = 0.5
 MAX_FAMILIES = 2
-
-
-def long_form(short: str, preceding: str) -> str | None:
-    """The words at the end of ``preceding`` that spell ``short`` (Schwartz–Hearst),
-    or ``None``: the characters of ``short`` are found right to left, and its first
-    one must begin a word."""
-    letters = [c.lower() for c in short if c.isalnum()]
-    words = WORD_RE.findall(preceding)[-min(len(letters) + 5, 2 * len(letters)) :]
-    text = " ".join(words)
-    position = len(text) - 1
-    for index in range(len(letters) - 1, -1, -1):
-        while position >= 0 and (
-            text[position].lower() != letters[index]
-            or (index == 0 and position > 0 and text[position - 1].isalnum())
-        ):
-            position -= 1
-        if position < 0:
-            return None
-        position -= 1
-    start = text.rfind(" ", 0, position + 1) + 1
-    return text[start:]
 
 
 def defined_acronyms(
