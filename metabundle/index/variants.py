@@ -207,27 +207,29 @@ def write_variants(table: pa.Table, directory: Path) -> None:
 
 
 @dataclass(frozen=True)
-class _LongForm:
-    short: str  # the short form's term
-    core: frozenset[str]  # what a query must hold to name it
-    terms: tuple[str, ...]  # what it is searched as
+class _Rewrite:
+    core: frozenset[str]  # what a query must hold
+    replacement: tuple[str, ...]  # the terms that take its place
 
 
 class TermVariants:
     """The variants of one release, ready to expand queries."""
 
     def __init__(self, rows: Iterable[tuple[str, str, str, Any]]) -> None:
-        self._by_smallest_term: dict[str, list[_LongForm]] = defaultdict(list)
-        self._by_short: dict[str, list[_LongForm]] = defaultdict(list)
-        self._spellings: dict[str, list[str]] = defaultdict(list)
+        self._by_smallest_term: dict[str, list[_Rewrite]] = defaultdict(list)
+        self._by_short: dict[str, list[tuple[str, ...]]] = defaultdict(list)
         for kind, form, variant, _documents in rows:
             if kind == "abbreviation":
-                long = _LongForm(tokenize(form)[0], core_terms(variant), tuple(tokenize(variant)))
-                self._by_smallest_term[min(long.core)].append(long)
-                self._by_short[long.short].append(long)
-            else:
-                self._spellings[form].append(variant)
-                self._spellings[variant].append(form)
+                short = tokenize(form)[0]
+                self._add(core_terms(variant), (short,))
+                self._by_short[short].append(tuple(tokenize(variant)))
+            else:  # spelling: either stands for the other
+                self._add(frozenset((form,)), (variant,))
+                self._add(frozenset((variant,)), (form,))
+
+    def _add(self, core: frozenset[str], replacement: tuple[str, ...]) -> None:
+        if core:
+            self._by_smallest_term[min(core)].append(_Rewrite(core, replacement))
 
     @classmethod
     def open(cls, directory: Path) -> TermVariants | None:
@@ -246,17 +248,15 @@ class TermVariants:
         present = set(terms)
         found: list[list[str]] = []
         for term in sorted(present):
-            for long in self._by_smallest_term.get(term, ()):
-                if long.core <= present and long.short not in present:
-                    found.append([t for t in terms if t not in long.core] + [long.short])
+            for rewrite in self._by_smallest_term.get(term, ()):
+                if rewrite.core <= present and not set(rewrite.replacement) <= present:
+                    kept = [t for t in terms if t not in rewrite.core]
+                    found.append(kept + list(rewrite.replacement))
         for word in QUERY_WORD_RE.findall(query):
             short = tokenize(word)
             if sum(c.isupper() for c in word) < MIN_CAPITALS or len(short) != 1:
                 continue
             for long in self._by_short.get(short[0], ()):
-                found.append([t for t in terms if t != short[0]] + list(long.terms))
-        for term in sorted(present):
-            for other in self._spellings.get(term, ()):
-                found.append([other if t == term else t for t in terms])
+                found.append([t for t in terms if t != short[0]] + list(long))
         unique = {tuple(f): f for f in found if f}
         return list(unique.values())[:MAX_ALTERNATIVES]
