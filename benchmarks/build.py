@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.common import ratio, timed
 from benchmarks.keyword import build_sqlite
-from metabundle.config import make_settings
+from metabundle.config import BuildSettings
 from metabundle.index.embed import get_embedder
 from metabundle.index.steps import (
     build_ann_indexes,
@@ -34,7 +34,6 @@ from metabundle.index.steps import (
 from metabundle.release.staging import StagedTable
 from metabundle.search.release import Release
 from metabundle.sources.base import RawSnapshot
-from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource
 
 PROVIDER = "wordllama"
@@ -61,10 +60,9 @@ def measure(release: Release, sources: list[str] | None) -> dict[str, Any]:
     chosen = [s for s in chosen if s in release.manifest["sources"]]
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
-        settings = make_settings(
-            available_sources=source_names(),
-            out_dir=Path(tmp),
-            cache_dir=Path(tmp) / "cache",
+        settings = BuildSettings.load(
+            out=Path(tmp),
+            cache=Path(tmp) / "cache",
             sources=tuple(chosen),
             embedding_provider=PROVIDER,
             ann_backend=BACKEND,

@@ -220,15 +220,14 @@ def _ingest_in_this_process(folder: Path, out_dir: Path) -> dict[str, object]:
     Parquet; wall times, peak memory after the parse and at the end, and row counts."""
     import duckdb
 
-    from metabundle.config import make_settings
+    from metabundle.config import BuildSettings
     from metabundle.sources.base import SearchDocContext
-    from metabundle.sources.registry import get_source, source_names
+    from metabundle.sources.registry import get_source
     from metabundle.sources.steps import fetch_source, parse_source
 
-    settings = make_settings(
-        available_sources=source_names(),
+    settings = BuildSettings.load(
         sources=("omop",),
-        out_dir=out_dir,
+        out=out_dir,
         omop_vocab=(str(folder),),
     )
     started = time.perf_counter()

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from metabundle import __version__
-from metabundle.config import PROFILES, BuildSettings, make_settings, split_list
+from metabundle.config import PROFILES, BuildSettings
 from metabundle.errors import ConfigError, MetabundleError
 
 EXIT_USER_ERROR = 1
@@ -31,6 +31,16 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USER_ERROR)
 
 
+def _debugging() -> bool:
+    """``METABUNDLE_DEBUG``: tracebacks instead of one line (off when unreadable)."""
+    from metabundle.settings import RuntimeSettings
+
+    try:
+        return RuntimeSettings.load().debug
+    except ConfigError:
+        return False
+
+
 class MetabundleGroup(click.Group):
     """A click group that turns user errors into one line on stderr."""
 
@@ -38,7 +48,7 @@ class MetabundleGroup(click.Group):
         try:
             return super().invoke(ctx)
         except MetabundleError as error:
-            if os.environ.get("METABUNDLE_DEBUG") == "1":
+            if _debugging():
                 raise
             _fail(str(error))
         except KeyboardInterrupt:
@@ -50,7 +60,7 @@ class MetabundleGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as error:
-            if os.environ.get("METABUNDLE_DEBUG") == "1":
+            if _debugging():
                 raise
             _fail(
                 f"unexpected {type(error).__name__}: {error} "
@@ -64,12 +74,6 @@ class MetabundleGroup(click.Group):
 def main() -> None:
     """Build and use metabundle releases: one offline search artifact over dbGaP,
     UK Biobank, All of Us, the OMOP vocabularies and Imaging Data Commons."""
-
-
-def _source_names() -> tuple[str, ...]:
-    from metabundle.sources.registry import source_names
-
-    return source_names()
 
 
 def _check_writable(folder: Path, flag: str) -> None:
@@ -103,23 +107,15 @@ def _check_upstream(settings: BuildSettings) -> None:
 
 
 def _settings_from_flags(**flags: Any) -> BuildSettings:
-    sources = split_list(flags.pop("sources", None)) or None
-    studies = split_list(flags.pop("dbgap_studies", None)) or None
-    vocab = tuple(flags.pop("omop_vocab", ()) or ()) or None
-    return make_settings(
-        available_sources=_source_names(),
-        sources=sources,
-        dbgap_studies=studies,
-        omop_vocab=vocab,
-        **flags,
-    )
+    """The build settings from a command's flags (the unset ones from the environment)."""
+    return BuildSettings.load(**flags)
 
 
 @main.command()
 @click.option("--sources", help="Comma-separated sources to build (default: all).")
 @click.option("--upstream", help="Mirror base: an http(s) URL or a local folder.")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path), help="Output folder [./build].")
-@click.option("--cache", "cache_dir", type=click.Path(path_type=Path), help="Cache [<out>/cache].")
+@click.option("--out", type=click.Path(path_type=Path), help="Output folder [./build].")
+@click.option("--cache", type=click.Path(path_type=Path), help="Cache [<out>/cache].")
 @click.option(
     "--profile",
     type=click.Choice(PROFILES),
@@ -145,8 +141,7 @@ def build(**flags: Any) -> None:
     from metabundle.pipeline.run import run_build
     from metabundle.terminal import build_output
 
-    if flags.get("omop_vocab"):
-        flags["omop_vocab"] = tuple(str(Path(p).resolve()) for p in flags["omop_vocab"])
+    flags["omop_vocab"] = tuple(str(Path(p).resolve()) for p in flags["omop_vocab"]) or None
     settings = _settings_from_flags(**flags)
     _check_writable(settings.out_dir, "--out")
     _check_writable(settings.cache_dir, "--cache")
@@ -202,14 +197,14 @@ def info(release: Path | None, as_json: bool) -> None:
 @click.option("--to", "destination", required=True, type=click.Path(path_type=Path))
 @click.option("--sources", help="Comma-separated sources (default: all).")
 @click.option("--upstream", help="Copy from another mirror instead of the public URLs.")
-@click.option("--cache", "cache_dir", type=click.Path(path_type=Path))
+@click.option("--cache", type=click.Path(path_type=Path))
 @click.option("--profile", type=click.Choice(PROFILES))
 @click.option("--dbgap-studies", help="Comma-separated dbGaP studies.")
 def mirror(destination: Path, **flags: Any) -> None:
     """Download the real upstream files into the mirror layout (for offline builds)."""
     from metabundle.mirror import mirror_sources
 
-    settings = _settings_from_flags(out_dir=destination, **flags)
+    settings = _settings_from_flags(out=destination, **flags)
     copied = mirror_sources(settings, destination.resolve(), lambda text: click.echo(text))
     click.echo(f"Mirrored {sum(copied.values())} files into {destination}")
 
@@ -359,14 +354,12 @@ def publish(release: Path | None, target: Path | None, level: int) -> None:
 def download(version: str, base_url: str, dest: Path | None) -> None:
     """Download VERSION (default: latest) from a release site, verify every file and
     make it the current release; an interrupted download resumes where it stopped."""
-    from metabundle.config import env
     from metabundle.release.download import download_release, terminal_progress
+    from metabundle.settings import RuntimeSettings
     from metabundle.sources.http import RetryPolicy
 
-    retry = RetryPolicy(
-        attempts=int(env("HTTP_ATTEMPTS", "5") or 5),
-        base_delay_s=float(env("HTTP_BACKOFF_S", "0.5") or 0.5),
-    )
+    runtime = RuntimeSettings.load()
+    retry = RetryPolicy(attempts=runtime.http_attempts, base_delay_s=runtime.http_backoff_s)
     progress = terminal_progress(sys.stderr)
     result = download_release(base_url, version, dest, progress=progress, retry=retry)
     if result.already_installed:

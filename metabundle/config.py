@@ -1,17 +1,24 @@
-"""Settings from ``METABUNDLE_*`` environment variables and command-line flags.
+"""The build's settings: one model that flags, ``METABUNDLE_*`` variables and the
+Dagster resource all fill (:mod:`metabundle.settings` for the rules).
 
-:class:`BuildSettings` is everything a build needs; the CLI fills it from flags, the
-Dagster definitions from the environment. Paths are resolved here once.
+:class:`BuildSettings` is everything a build needs. The CLI calls
+:meth:`~metabundle.settings.Settings.load` with its flags, the Dagster resource
+(:class:`metabundle.pipeline.resources.BuildConfig`, made from this model's fields)
+with its configuration; what neither gives comes from the environment, then the
+defaults. Paths are resolved here once. A new option is one field here.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, Field, field_validator
+from pydantic_settings import NoDecode
 
 from metabundle.errors import ConfigError
+from metabundle.schemas.sources import DESCRIPTORS
+from metabundle.settings import CommaList, RuntimeSettings
 from metabundle.sources.layout import Upstream
 
 Profile = Literal["complete", "dev"]
@@ -21,45 +28,87 @@ small fixed selection for development and tests, and every release built with it
 says so in its coverage block."""
 EMBEDDING_PROVIDERS: tuple[str, ...] = ("minilm", "wordllama", "openai", "none")
 ANN_BACKENDS: tuple[str, ...] = ("auto", "usearch", "hnswlib", "bitscan")
+DEFAULT_SHARD_TEXTS = 50_000
+DEFAULT_CRON = "0 4 * * 1"  # Mondays 04:00 UTC
 
 
-def env(name: str, default: str | None = None) -> str | None:
-    """``METABUNDLE_<name>`` from the environment, or ``default``."""
-    value = os.environ.get(f"METABUNDLE_{name}")
-    return value if value not in (None, "") else default
+def _upstream(value: object) -> object:
+    return Upstream.parse(value) if value is None or isinstance(value, str) else value
 
 
-def env_flag(name: str, default: bool) -> bool:
-    """A boolean ``METABUNDLE_<name>``: 0/false/no/off are false, anything else true."""
-    value = env(name)
-    if value is None:
-        return default
-    return value.strip().lower() not in ("0", "false", "no", "off")
+def _one_of(name: str, flag: str, choices: tuple[str, ...]) -> Any:
+    def check(value: str) -> str:
+        if value not in choices:
+            raise ConfigError(f"Unknown {flag} {value!r}; choose from {', '.join(choices)}")
+        return value
+
+    return field_validator(name)(check)
 
 
-def split_list(value: str | None) -> tuple[str, ...]:
-    """``"a, b,c"`` → ``("a", "b", "c")``; empty items dropped."""
-    if not value:
-        return ()
-    return tuple(item.strip() for item in value.split(",") if item.strip())
-
-
-@dataclass(frozen=True)
-class BuildSettings:
+class BuildSettings(RuntimeSettings):
     """Everything that decides what a build reads and where it writes."""
 
-    out_dir: Path
-    cache_dir: Path
-    sources: tuple[str, ...]
-    upstream: Upstream = field(default_factory=Upstream)
-    profile: Profile = "complete"
-    dbgap_studies: tuple[str, ...] = ()
-    omop_vocab: tuple[str, ...] = ()
-    embedding_provider: str = "minilm"
-    ann_backend: str = "auto"
-    release_version: str | None = None
-    http_attempts: int = 5
-    http_backoff_s: float = 0.5
+    flags: ClassVar[dict[str, str]] = {
+        "out": "--out",
+        "cache": "--cache",
+        "sources": "--sources",
+        "upstream": "--upstream",
+        "profile": "--profile",
+        "dbgap_studies": "--dbgap-studies",
+        "omop_vocab": "--omop-vocab",
+        "embedding_provider": "--embeddings",
+        "ann_backend": "--ann-backend",
+        "release_version": "--release-version",
+    }
+
+    out: Path = Field(
+        default=Path("build"),
+        description="Output folder (releases, work pointers, the cache by default).",
+    )
+    cache: Path | None = Field(default=None, description="Cache folder (default <out>/cache).")
+    sources: CommaList = Field(default=(), description="Sources to build (default: all).")
+    upstream: Annotated[Upstream, NoDecode, BeforeValidator(_upstream)] = Field(
+        default=Upstream(), description="Mirror base: an http(s) URL or a local folder."
+    )
+    profile: str = Field(default="complete", description="complete or dev.")
+    dbgap_studies: CommaList = Field(default=(), description="dbGaP studies to build.")
+    omop_vocab: CommaList = Field(default=(), description="Athena export folders or zips.")
+    embedding_provider: str = Field(default="minilm", description="The embedding provider.")
+    ann_backend: str = Field(default="auto", description="The ANN index backend.")
+    release_version: str | None = Field(default=None, description="The release's version.")
+    embed_shard_texts: int = Field(
+        default=DEFAULT_SHARD_TEXTS, ge=1, description="Distinct texts per embedding shard."
+    )
+    release_cron: str = Field(default=DEFAULT_CRON, description="The weekly rebuild's cron.")
+    publish_to: Path | None = Field(
+        default=None, description="The release site folder a publish writes into."
+    )
+
+    _profile = _one_of("profile", "--profile", PROFILES)
+    _provider = _one_of("embedding_provider", "--embeddings", EMBEDDING_PROVIDERS)
+    _backend = _one_of("ann_backend", "--ann-backend", ANN_BACKENDS)
+
+    @field_validator("sources")
+    @classmethod
+    def _known_sources(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [s for s in value if s not in DESCRIPTORS]
+        if unknown:
+            choices = ", ".join(DESCRIPTORS)
+            raise ConfigError(f"Unknown source {unknown[0]!r} in --sources; choose from {choices}")
+        return tuple(dict.fromkeys(value)) or tuple(DESCRIPTORS)
+
+    @field_validator("out", "cache", "publish_to")
+    @classmethod
+    def _resolved(cls, value: Path | None) -> Path | None:
+        return value.expanduser().resolve() if value is not None else None
+
+    @property
+    def out_dir(self) -> Path:
+        return self.out
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.cache or self.out / "cache"
 
     @property
     def releases_dir(self) -> Path:
@@ -75,79 +124,4 @@ class BuildSettings:
         return self.out_dir / "work"
 
     def with_sources(self, sources: tuple[str, ...]) -> BuildSettings:
-        return replace(self, sources=sources)
-
-    def to_config(self) -> dict[str, object]:
-        """Plain values for the Dagster ``BuildConfig`` resource."""
-        return {
-            "out_dir": str(self.out_dir),
-            "cache_dir": str(self.cache_dir),
-            "sources": list(self.sources),
-            "upstream": self.upstream.base or "",
-            "profile": self.profile,
-            "dbgap_studies": list(self.dbgap_studies),
-            "omop_vocab": list(self.omop_vocab),
-            "embedding_provider": self.embedding_provider,
-            "ann_backend": self.ann_backend,
-            "release_version": self.release_version or "",
-            "http_attempts": self.http_attempts,
-            "http_backoff_s": self.http_backoff_s,
-        }
-
-
-def make_settings(
-    *,
-    available_sources: tuple[str, ...],
-    out_dir: str | Path | None = None,
-    cache_dir: str | Path | None = None,
-    sources: tuple[str, ...] | None = None,
-    upstream: str | None = None,
-    profile: str | None = None,
-    dbgap_studies: tuple[str, ...] | None = None,
-    omop_vocab: tuple[str, ...] | None = None,
-    embedding_provider: str | None = None,
-    ann_backend: str | None = None,
-    release_version: str | None = None,
-    http_attempts: int | None = None,
-    http_backoff_s: float | None = None,
-) -> BuildSettings:
-    """Validate flags (falling back to ``METABUNDLE_*`` variables) into settings.
-
-    Every problem raises :class:`ConfigError` with one sentence naming the flag.
-    """
-    out = Path(out_dir or env("OUT", "build") or "build").expanduser().resolve()
-    cache = Path(cache_dir or env("CACHE") or out / "cache").expanduser().resolve()
-    chosen = sources if sources else split_list(env("SOURCES")) or available_sources
-    unknown = [s for s in chosen if s not in available_sources]
-    if unknown:
-        choices = ", ".join(available_sources)
-        raise ConfigError(f"Unknown source {unknown[0]!r} in --sources; choose from {choices}")
-    profile_value = profile or env("PROFILE", "complete") or "complete"
-    if profile_value not in PROFILES:
-        raise ConfigError(f"Unknown --profile {profile_value!r}; choose complete or dev")
-    provider = embedding_provider or env("EMBEDDING_PROVIDER", "minilm") or "minilm"
-    if provider not in EMBEDDING_PROVIDERS:
-        raise ConfigError(
-            f"Unknown --embeddings {provider!r}; choose from {', '.join(EMBEDDING_PROVIDERS)}"
-        )
-    backend = ann_backend or env("ANN_BACKEND", "auto") or "auto"
-    if backend not in ANN_BACKENDS:
-        raise ConfigError(
-            f"Unknown --ann-backend {backend!r}; choose from {', '.join(ANN_BACKENDS)}"
-        )
-    return BuildSettings(
-        out_dir=out,
-        cache_dir=cache,
-        sources=tuple(dict.fromkeys(chosen)),
-        upstream=Upstream.parse(upstream if upstream is not None else env("UPSTREAM")),
-        profile=profile_value,  # type: ignore[arg-type]
-        dbgap_studies=dbgap_studies or split_list(env("DBGAP_STUDIES")),
-        omop_vocab=omop_vocab or split_list(env("OMOP_VOCAB")),
-        embedding_provider=provider,
-        ann_backend=backend,
-        release_version=release_version or env("RELEASE_VERSION"),
-        http_attempts=http_attempts or int(env("HTTP_ATTEMPTS", "5") or 5),
-        http_backoff_s=http_backoff_s
-        if http_backoff_s is not None
-        else float(env("HTTP_BACKOFF_S", "0.5") or 0.5),
-    )
+        return self.model_copy(update={"sources": sources})

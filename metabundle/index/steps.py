@@ -34,9 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from metabundle.config import BuildSettings, env
+from metabundle.config import BuildSettings
 from metabundle.db import connect
-from metabundle.errors import ConfigError
 from metabundle.index.ann import build_source_index, save_vectors
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
@@ -272,8 +271,6 @@ def keyword_macros() -> list[str]:
 
 # -- 3. embeddings ----------------------------------------------------------------------
 
-#: Distinct texts per embedding shard (``METABUNDLE_EMBED_SHARD_TEXTS``).
-DEFAULT_SHARD_TEXTS = 50_000
 #: :func:`~metabundle.index.embed.normalize_text` as SQL over a search_doc row.
 NORMALIZED_TEXT_SQL = (
     "trim(regexp_replace(coalesce(nullif(embed_text, ''), title), "
@@ -296,16 +293,6 @@ class EmbeddingShard:
         return f"{self.source}_{self.index}"
 
 
-def shard_texts() -> int:
-    """Distinct texts per shard: ``METABUNDLE_EMBED_SHARD_TEXTS`` or the default."""
-    value = env("EMBED_SHARD_TEXTS", str(DEFAULT_SHARD_TEXTS)) or str(DEFAULT_SHARD_TEXTS)
-    if not value.strip().isdigit() or int(value) < 1:
-        raise ConfigError(
-            f"METABUNDLE_EMBED_SHARD_TEXTS must be a positive whole number, not {value!r}"
-        )
-    return int(value)
-
-
 def _embeddings_key(docs: SearchStage, embedder: Embedder) -> str:
     return _key("embeddings", docs.key, embedder.model_id)
 
@@ -325,7 +312,7 @@ def plan_embedding_shards(
         settings.cache_dir / "search" / "embeddings" / _embeddings_key(docs, embedder) / DONE
     ).exists():
         return []
-    size = shard_texts()
+    size = settings.embed_shard_texts
     key = _key("embed_plan", docs.key, str(size))
 
     def make(folder: Path) -> SearchStage:

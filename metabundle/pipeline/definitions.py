@@ -42,7 +42,7 @@ def build_definitions() -> Definitions:
 
     return Definitions(
         assets=[*all_assets(), *publish_assets()],
-        jobs=[build_and_publish_job(BuildConfig().settings())],
+        jobs=[build_and_publish_job(BuildSettings.load())],
         schedules=[weekly_release_schedule()],
         sensors=upstream_sensors(),
         resources=resources_for(None),

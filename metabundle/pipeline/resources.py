@@ -1,49 +1,67 @@
-"""Dagster resources: the build configuration and progress reporting."""
+"""Dagster resources: the build configuration, made from the build's settings model.
+
+:data:`BuildConfig` has one optional field per field of
+:class:`~metabundle.config.BuildSettings` (paths and the upstream as text, lists as
+lists), so a run's configuration, the CLI's flags and the environment fill the same
+model: what a run leaves unset comes from ``METABUNDLE_*`` variables, then defaults.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
+
 from dagster import ConfigurableResource
+from pydantic import create_model
 
-from metabundle.config import BuildSettings, make_settings
-from metabundle.sources.registry import source_names
+from metabundle.config import BuildSettings
+from metabundle.sources.layout import Upstream
 
 
-class BuildConfig(ConfigurableResource):  # type: ignore[type-arg]
-    """Where a build reads from and writes to; mirrors :class:`BuildSettings`.
-
-    Empty values fall back to ``METABUNDLE_*`` environment variables, then defaults.
-    """
-
-    out_dir: str = ""
-    cache_dir: str = ""
-    sources: list[str] = []  # noqa: RUF012  (pydantic copies defaults)
-    upstream: str = ""
-    profile: str = ""
-    dbgap_studies: list[str] = []  # noqa: RUF012  (pydantic copies defaults)
-    omop_vocab: list[str] = []  # noqa: RUF012  (pydantic copies defaults)
-    embedding_provider: str = ""
-    ann_backend: str = ""
-    release_version: str = ""
-    http_attempts: int = 0
-    http_backoff_s: float = -1.0
+class BuildConfigBase(ConfigurableResource):  # type: ignore[type-arg]
+    """What :data:`BuildConfig` does with its fields."""
 
     def settings(self) -> BuildSettings:
-        return make_settings(
-            available_sources=source_names(),
-            out_dir=self.out_dir or None,
-            cache_dir=self.cache_dir or None,
-            sources=tuple(self.sources) or None,
-            upstream=self.upstream or None,
-            profile=self.profile or None,
-            dbgap_studies=tuple(self.dbgap_studies) or None,
-            omop_vocab=tuple(self.omop_vocab) or None,
-            embedding_provider=self.embedding_provider or None,
-            ann_backend=self.ann_backend or None,
-            release_version=self.release_version or None,
-            http_attempts=self.http_attempts or None,
-            http_backoff_s=self.http_backoff_s if self.http_backoff_s >= 0 else None,
-        )
+        """The build settings: this configuration over the environment and defaults."""
+        values = {name: getattr(self, name) for name in BuildSettings.model_fields}
+        return BuildSettings.load(**{k: v for k, v in values.items() if v not in (None, [])})
 
     @classmethod
-    def from_settings(cls, settings: BuildSettings) -> BuildConfig:
-        return cls(**settings.to_config())  # type: ignore[arg-type]
+    def from_settings(cls, settings: BuildSettings) -> BuildConfigBase:
+        """The configuration that makes ``settings`` again in a Dagster run."""
+        return cls(**{n: _plain(getattr(settings, n)) for n in BuildSettings.model_fields})
+
+
+def _plain(value: object) -> object:
+    """A settings value as Dagster configuration holds it."""
+    if isinstance(value, Upstream):
+        return value.base
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _config_type(annotation: Any) -> Any:
+    """The Dagster-friendly type of a settings field: a list, a flag, a number or text."""
+    if get_origin(annotation) is tuple:
+        return list[str] | None
+    kinds = set(get_args(annotation)) if get_origin(annotation) in (Union, UnionType) else set()
+    for plain in (bool, int, float):
+        if annotation is plain or plain in kinds:
+            return plain | None
+    return str | None
+
+
+BuildConfig = create_model(
+    "BuildConfig",
+    __base__=BuildConfigBase,
+    __module__=__name__,
+    __doc__="Where a build reads from and writes to: one field per build setting.",
+    **{
+        name: (_config_type(field.annotation), None)
+        for name, field in BuildSettings.model_fields.items()
+    },
+)

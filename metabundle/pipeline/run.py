@@ -24,7 +24,6 @@ from metabundle.errors import MetabundleError
 from metabundle.pipeline.definitions import all_assets, resources_for
 from metabundle.pipeline.home import ensure_dagster_home
 from metabundle.pipeline.progress import Progress
-from metabundle.pipeline.resources import BuildConfig
 from metabundle.sources.registry import get_source, with_dependencies
 
 USER_ERRORS = {
@@ -69,7 +68,7 @@ def release_build_job() -> JobDefinition:
     calling this function: ``execute_job(reconstructable(release_build_job), instance)``
     runs each step, and each embedding shard, in a process of its own.
     """
-    settings = BuildConfig().settings()
+    settings = BuildSettings.load()
     job = define_asset_job("release_build", selection=selection_for(settings))
     definitions = Definitions(assets=all_assets(), jobs=[job], resources=resources_for(None))
     return definitions.resolve_job_def("release_build")

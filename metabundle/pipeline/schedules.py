@@ -15,12 +15,11 @@ from dagster import (
     schedule,
 )
 
-from metabundle.config import env
+from metabundle.config import BuildSettings
 from metabundle.pipeline.jobs import BUILD_AND_PUBLISH, rebuild_request
 from metabundle.pipeline.resources import BuildConfig
 
 WEEKLY_RELEASE = "weekly_release"
-DEFAULT_CRON = "0 4 * * 1"
 
 
 def weekly_release_schedule() -> ScheduleDefinition:
@@ -28,7 +27,7 @@ def weekly_release_schedule() -> ScheduleDefinition:
 
     @schedule(
         name=WEEKLY_RELEASE,
-        cron_schedule=env("RELEASE_CRON", DEFAULT_CRON) or DEFAULT_CRON,
+        cron_schedule=BuildSettings.load().release_cron,
         job_name=BUILD_AND_PUBLISH,
         execution_timezone="UTC",
         description="Rebuild every configured source and publish the release weekly.",

@@ -15,7 +15,6 @@ datasette/metadata.json --template-dir datasette/templates`` plus the settings.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from metabundle.release.coverage import coverage_html
 from metabundle.release.sqlite_file import fts_table_name
 from metabundle.schemas import ColumnType, Table, all_tables, get_table
 from metabundle.schemas.sources import DESCRIPTORS
+from metabundle.settings import RuntimeSettings
 
 RELEASE_FOLDER = "datasette"
 METADATA_FILE = "metadata.json"
@@ -50,8 +50,8 @@ _ARRAY_FACET_TYPES = (ColumnType.STRING_LIST,)
 
 def assets_dir() -> Path:
     """The checkout's ``datasette/`` folder (``METABUNDLE_DATASETTE_DIR`` overrides)."""
-    override = os.environ.get(ASSETS_ENV)
-    folder = Path(override) if override else Path(__file__).resolve().parents[2] / "datasette"
+    override = RuntimeSettings.load().datasette_dir
+    folder = override or Path(__file__).resolve().parents[2] / "datasette"
     if not (folder / TEMPLATE_FILE).is_file():
         raise ReleaseError(
             f"The Datasette metadata template is missing at {folder / TEMPLATE_FILE}; "

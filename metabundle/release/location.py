@@ -21,9 +21,9 @@ from pathlib import Path
 
 import platformdirs
 
-from metabundle.config import env
 from metabundle.errors import ReleaseError
 from metabundle.release.pointer import resolve_release
+from metabundle.settings import RuntimeSettings
 
 APP_NAME = "metabundle"
 BUILD_CURRENT = Path("build") / "current"
@@ -31,16 +31,16 @@ BUILD_CURRENT = Path("build") / "current"
 
 def data_dir() -> Path:
     """The folder downloads install into (``METABUNDLE_DATA_DIR`` or the platform's)."""
-    configured = env("DATA_DIR")
+    configured = RuntimeSettings.load().data_dir
     folder = configured or platformdirs.user_data_dir(APP_NAME, appauthor=False)
     return Path(folder).expanduser()
 
 
 def default_release_candidates() -> list[Path]:
     """The places looked at, in order, when no ``--release`` is given."""
-    configured = env("RELEASE")
+    configured = RuntimeSettings.load().release
     if configured:
-        return [Path(configured)]
+        return [configured]
     return [BUILD_CURRENT, data_dir() / "current"]
 
 

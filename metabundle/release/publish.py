@@ -32,7 +32,7 @@ from typing import Any
 
 import zstandard
 
-from metabundle.config import env
+from metabundle.config import BuildSettings
 from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
@@ -59,8 +59,7 @@ Reporter = Callable[[str], None]
 
 def configured_target() -> Path | None:
     """The site folder named by ``METABUNDLE_PUBLISH_TO``, if any."""
-    value = env("PUBLISH_TO")
-    return Path(value).expanduser() if value else None
+    return BuildSettings.load().publish_to
 
 
 def require_target(target: Path | None = None) -> Path:

@@ -8,7 +8,6 @@ takes its own DuckDB cursor.
 
 from __future__ import annotations
 
-import os
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -27,6 +26,7 @@ from metabundle.search.engine import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, open
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
 from metabundle.search.sql_guard import first_line
 from metabundle.search.sql_pool import SqlWorkers
+from metabundle.settings import RuntimeSettings
 
 QUERY_VECTORS_KEPT = 64
 UNRELATED_PAIRS = 4000
@@ -38,8 +38,7 @@ DUCKDB_FILE = "metabundle.duckdb"
 
 def embeddings_enabled() -> bool:
     """``METABUNDLE_EMBEDDINGS_ENABLED=0`` turns query embeddings off."""
-    value = os.environ.get("METABUNDLE_EMBEDDINGS_ENABLED", "1").strip().lower()
-    return value not in ("0", "false", "no", "off")
+    return RuntimeSettings.load().embeddings_enabled
 
 
 def keyword_instead(cause: str) -> ToolError:

@@ -32,21 +32,20 @@ from metabundle.search.errors import (
 )
 from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S, MAX_SQL_CHARS
 from metabundle.search.sql_worker import out_of_memory
+from metabundle.settings import RuntimeSettings
 
 WORKER_MEMORY_LIMIT = "1GB"
 """DuckDB's own memory limit inside a worker."""
 WORKER_ADDRESS_SPACE = 3 * 1024**3
 """``RLIMIT_AS`` of a worker: its whole virtual memory, DuckDB and Python together."""
 WORKER_THREADS = 2
-DEFAULT_WORKERS = 2
 STARTUP_TIMEOUT_S = 60.0
 READ_BYTES = 1 << 20
 
 
 def worker_count() -> int:
-    """``METABUNDLE_SQL_WORKERS`` (at least 1), else :data:`DEFAULT_WORKERS`."""
-    value = os.environ.get("METABUNDLE_SQL_WORKERS", "").strip()
-    return max(1, int(value)) if value.isdigit() else DEFAULT_WORKERS
+    """``METABUNDLE_SQL_WORKERS`` (at least 1; default 2)."""
+    return RuntimeSettings.load().sql_workers
 
 
 class _Overran(Exception):

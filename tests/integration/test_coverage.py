@@ -180,17 +180,16 @@ def test_the_readme_build_without_a_network_stops_at_the_first_host(tmp_path: Pa
 
 
 def test_the_probe_asks_each_host_a_build_needs_once() -> None:
-    from metabundle.config import make_settings
+    from metabundle.config import BuildSettings
     from metabundle.sources.reach import hosts_to_probe
-    from metabundle.sources.registry import source_names
 
-    settings = make_settings(available_sources=source_names())
+    settings = BuildSettings.load()
     assert set(hosts_to_probe(settings)) == {
         "https://ftp.ncbi.nlm.nih.gov",
         "https://raw.githubusercontent.com",
         "https://biobank.ndph.ox.ac.uk",
     }
-    omop = make_settings(available_sources=source_names(), sources=("omop",))
+    omop = BuildSettings.load(sources=("omop",))
     assert set(hosts_to_probe(omop)) == {"https://raw.githubusercontent.com"}
-    vocab = make_settings(available_sources=source_names(), sources=("omop",), omop_vocab=("x",))
+    vocab = BuildSettings.load(sources=("omop",), omop_vocab=("x",))
     assert hosts_to_probe(vocab) == {}

@@ -80,8 +80,8 @@ def ukb_mirror(tmp_path: Path, upstream_dir: Path) -> Iterator[tuple[Path, Stati
 def _config(url: str, tmp_path: Path) -> BuildConfig:
     return BuildConfig(
         upstream=url,
-        out_dir=str(tmp_path / "out"),
-        cache_dir=str(tmp_path / "cache"),
+        out=str(tmp_path / "out"),
+        cache=str(tmp_path / "cache"),
         sources=ALL,
         http_attempts=1,
     )
@@ -167,7 +167,7 @@ def test_idc_sensor_requests_a_rebuild_when_the_installed_data_version_moves(
 def test_a_change_upstream_of_a_dependency_rebuilds_its_dependents(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    settings = BuildConfig(sources=ALL, out_dir=str(tmp_path)).settings()
+    settings = BuildConfig(sources=ALL, out=str(tmp_path)).settings()
     request = rebuild_request({"omop"}, settings, reason="test")
     keys = {k.to_user_string() for k in request.asset_selection or []}
     assert {"raw_omop", "raw_aou", "aou_item"} <= keys and "raw_ukb" not in keys
@@ -182,9 +182,7 @@ def test_the_publish_asset_publishes_the_built_release(
 ) -> None:
     build = omop_builds.changed.build
     monkeypatch.setenv("METABUNDLE_PUBLISH_TO", str(tmp_path / "site"))
-    settings = BuildConfig(
-        out_dir=str(build.out), cache_dir=str(build.cache), sources=["omop"]
-    ).settings()
+    settings = BuildConfig(out=str(build.out), cache=str(build.cache), sources=["omop"]).settings()
     assert isinstance(settings, BuildSettings)
     result = materialize(
         list(defs.assets or []),

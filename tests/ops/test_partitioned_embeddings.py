@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import AssetKey, DagsterInstance, execute_job, reconstructable
 
+from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ConfigError
 from metabundle.index.embed import EmbeddingCache, get_embedder, normalize_text
@@ -35,7 +36,6 @@ from metabundle.index.steps import (
     SearchStage,
     build_embeddings,
     embed_shard,
-    shard_texts,
 )
 from metabundle.pipeline.resources import BuildConfig
 from metabundle.pipeline.run import release_build_job
@@ -129,8 +129,8 @@ def test_partitions_give_the_vectors_of_one_process(
     partitioned: PartitionedBuild, tmp_path: Path
 ) -> None:
     settings = BuildConfig(
-        out_dir=str(tmp_path / "out"),
-        cache_dir=str(tmp_path / "cache"),
+        out=str(tmp_path / "out"),
+        cache=str(tmp_path / "cache"),
         embedding_provider=PROVIDER,
     ).settings()
     single = build_embeddings(settings, partitioned.docs, lambda _: None)  # no shards
@@ -152,7 +152,7 @@ from metabundle.index.steps import EmbeddingShard, embed_shard
 from metabundle.pipeline.resources import BuildConfig
 
 cache.CHUNK_TEXTS = 20
-settings = BuildConfig(cache_dir=sys.argv[1], out_dir=sys.argv[2],
+settings = BuildConfig(cache=sys.argv[1], out=sys.argv[2],
                        embedding_provider="minilm").settings()
 embed_shard(settings, EmbeddingShard("ukb", 0, int(sys.argv[4]), sys.argv[3]), print)
 """
@@ -182,7 +182,7 @@ def test_a_killed_shard_resumes_without_re_embedding(
     assert 40 <= kept < 200
 
     settings = BuildConfig(
-        out_dir=str(tmp_path / "out"), cache_dir=str(cache_dir), embedding_provider="minilm"
+        out=str(tmp_path / "out"), cache=str(cache_dir), embedding_provider="minilm"
     ).settings()
     stats = embed_shard(settings, shard, lambda _: None)
     assert stats["unique"] == 200
@@ -192,8 +192,8 @@ def test_a_killed_shard_resumes_without_re_embedding(
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "1e3"])
 def test_a_bad_shard_size_is_one_sentence(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("METABUNDLE_EMBED_SHARD_TEXTS", value)
-    with pytest.raises(ConfigError, match=r"^METABUNDLE_EMBED_SHARD_TEXTS must be a positive"):
-        shard_texts()
+    with pytest.raises(ConfigError, match=r"^METABUNDLE_EMBED_SHARD_TEXTS '.+' is not valid: "):
+        BuildSettings.load()
 
 
 def test_the_plan_normalizes_whitespace_as_the_cache_does() -> None:

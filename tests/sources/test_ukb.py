@@ -10,11 +10,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from metabundle.config import make_settings
+from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ParseError
 from metabundle.sources.base import SearchDocContext
-from metabundle.sources.registry import source_names
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 from metabundle.sources.ukb import SOURCE
 from metabundle.sources.ukb.fields import MAX_COMBINATIONS
@@ -27,9 +26,7 @@ BMI_PATH = "UK Biobank Assessment Centre > Physical measures > Anthropometry > B
 
 def build(upstream: str, out: Path) -> StagedSource:
     """Fetch and parse the ukb source from ``upstream`` into ``out``."""
-    settings = make_settings(
-        available_sources=source_names(), out_dir=out, sources=("ukb",), upstream=upstream
-    )
+    settings = BuildSettings.load(out=out, sources=("ukb",), upstream=upstream)
     snapshot = fetch_source("ukb", settings, lambda _: None)
     return parse_source("ukb", snapshot, settings, lambda _: None)
 

@@ -27,7 +27,6 @@ with this provider needs the endpoint at query time.
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import openai
+from pydantic import AliasChoices, Field
 
 from metabundle.index.embed.base import (
     EmbeddingsUnavailable,
@@ -42,6 +42,7 @@ from metabundle.index.embed.base import (
     l2_normalize,
     normalize_text,
 )
+from metabundle.settings import Settings
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAICompatEmbedder"]
 
@@ -53,12 +54,16 @@ _NO_KEY = "no-key"
 T = TypeVar("T")
 
 
-def _env(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
+class OpenAISettings(Settings):
+    """The provider's ``METABUNDLE_OPENAI_*`` variables (see the module docstring)."""
+
+    openai_base_url: str = DEFAULT_BASE_URL
+    openai_model: str | None = None
+    openai_dimension: int | None = Field(default=None, ge=1)
+    openai_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("METABUNDLE_OPENAI_API_KEY", "OPENAI_API_KEY")
+    )
+    openai_concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1)
 
 
 def _run(make: Callable[[], Awaitable[T]]) -> T:
@@ -90,15 +95,14 @@ class OpenAICompatEmbedder:
         timeout: float = 60.0,
         request_dimensions: bool = False,
     ) -> None:
-        model = model or _env("METABUNDLE_OPENAI_MODEL")
+        configured = OpenAISettings.load()
+        model = model or configured.openai_model
         if not model:
             raise EmbeddingsUnavailable(
                 "No embedding model is configured (set METABUNDLE_OPENAI_MODEL)."
             )
-        if dimension is None and (value := _env("METABUNDLE_OPENAI_DIMENSION")):
-            dimension = int(value)
-        if concurrency is None:
-            concurrency = int(_env("METABUNDLE_OPENAI_CONCURRENCY") or DEFAULT_CONCURRENCY)
+        dimension = dimension if dimension is not None else configured.openai_dimension
+        concurrency = concurrency if concurrency is not None else configured.openai_concurrency
         if request_dimensions and dimension is None:
             raise ValueError("request_dimensions needs an explicit dimension")
         if batch_size < 1 or concurrency < 1 or max_retries < 0:
@@ -106,15 +110,13 @@ class OpenAICompatEmbedder:
                 "batch_size and concurrency must be positive and max_retries non-negative"
             )
         self.model = model
-        self.base_url = (base_url or _env("METABUNDLE_OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
-            "/"
-        )
+        self.base_url = (base_url or configured.openai_base_url).rstrip("/")
         self.batch_size = batch_size
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.timeout = timeout
         self.request_dimensions = request_dimensions
-        self._api_key = api_key or _env("METABUNDLE_OPENAI_API_KEY", "OPENAI_API_KEY")
+        self._api_key = api_key or configured.openai_api_key
         self._dimension = dimension
         self._lock = threading.Lock()
 

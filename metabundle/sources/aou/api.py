@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from metabundle.config import env
 from metabundle.errors import FetchError, ParseError
 from metabundle.sources.aou.catalog import API_PREFIX, PUBLIC_API
+from metabundle.sources.aou.settings import AouSettings
 from metabundle.sources.base import FetchContext, RawFile, RawSnapshot
 
 NAME = "aou"
@@ -50,7 +50,7 @@ def check_openapi(snapshot: RawSnapshot) -> None:
 
 def api_base(ctx: FetchContext) -> str | None:
     """The API to ask: ``METABUNDLE_AOU_API``, else the public API unless offline."""
-    configured = env("AOU_API")
+    configured = AouSettings.load().aou_api
     if configured is not None:
         return configured.rstrip("/")
     return None if ctx.upstream.is_mirror else PUBLIC_API

@@ -16,15 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metabundle.config import env
 from metabundle.digest import sha256_file
 from metabundle.sources.aou.api import OPENAPI, OPENAPI_PATH, fetch_counts
+from metabundle.sources.aou.settings import AouSettings
 from metabundle.sources.base import FetchContext, RawSnapshot
 
 REPOSITORY_RAW = "https://raw.githubusercontent.com/all-of-us/data-browser"
-DEFAULT_REF = "c2266b62"
-"""Commit of all-of-us/data-browser the mirror was taken from (abbreviated as recorded
-in shared/upstream/README.md; GitHub resolves an abbreviated SHA)."""
 
 CSV_DIRECTORY = "public-api/db-cdr/generate-cdr/csv"
 CSV_FILES = (
@@ -46,7 +43,7 @@ def csv_key(name: str) -> str:
 
 
 def data_browser_ref() -> str:
-    return env("AOU_DATA_BROWSER_REF", DEFAULT_REF) or DEFAULT_REF
+    return AouSettings.load().aou_data_browser_ref
 
 
 def fetch(ctx: FetchContext) -> RawSnapshot:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metabundle.config import env
 from metabundle.errors import ConfigError
 from metabundle.meter import Meter
 from metabundle.sources.base import FetchContext, RawSnapshot
@@ -80,7 +79,7 @@ def choose_selection(studies: tuple[str, ...], profile: str) -> Selection:
 def csv_public_url() -> str:
     """Where the Advanced Search export is read from without a mirror: the address in
     ``METABUNDLE_DBGAP_STUDIES_CSV_URL``, else the NCPI catalog's published snapshot."""
-    return env(studies_csv.URL_VARIABLE) or studies_csv.DEFAULT_PUBLIC_URL
+    return studies_csv.DbgapSettings.load().dbgap_studies_csv_url
 
 
 def fetch(ctx: FetchContext) -> RawSnapshot:

@@ -33,7 +33,10 @@ from datetime import date
 from pathlib import Path
 from typing import TypeVar
 
+from pydantic import Field
+
 from metabundle.errors import ParseError
+from metabundle.settings import Settings
 from metabundle.sources.dbgap.accessions import StudyVersion
 from metabundle.sources.dbgap.rows import Row, SetAside
 from metabundle.sources.dbgap.text import clean
@@ -41,11 +44,20 @@ from metabundle.sources.dbgap.xmlread import SOURCE
 from metabundle.sources.records import BadRecord, CsvRecords
 
 MIRROR_PATH = "dbgap/advanced_search/studies.csv"
-URL_VARIABLE = "DBGAP_STUDIES_CSV_URL"
 DEFAULT_PUBLIC_URL = (
     "https://raw.githubusercontent.com/NIH-NCPI/ncpi-dataset-catalog/main/"
     "catalog-build/source/2026-01-27-dbgap-advanced-search.csv"
 )
+
+
+class DbgapSettings(Settings):
+    """dbGaP options (``METABUNDLE_DBGAP_*``)."""
+
+    dbgap_studies_csv_url: str = Field(
+        default=DEFAULT_PUBLIC_URL,
+        description="Where the Advanced Search export is read from without a mirror.",
+    )
+
 
 COLUMNS = (
     "accession",

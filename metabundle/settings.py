@@ -1,0 +1,113 @@
+"""Settings: every option of metabundle is one field of one pydantic settings model.
+
+Each model reads its fields from ``METABUNDLE_<FIELD>`` environment variables when it is
+made (so a changed variable counts from the next call on), and values given to
+:meth:`Settings.load` (command-line flags, the Dagster resource) take precedence.
+No other module reads a ``METABUNDLE_*`` variable. The models, by where they live:
+
+* :class:`RuntimeSettings` (here): what any running process needs, the serving side
+  included (release location, query embeddings, SQL workers, the Datasette assets,
+  tracebacks);
+* :class:`metabundle.config.BuildSettings`: what a build reads and writes;
+* a source's or a provider's own options beside its code
+  (``sources/aou/api.py``, ``sources/aou/fetch.py``, ``sources/dbgap/fetch.py``,
+  ``index/embed/openai_compat.py``).
+
+A list field reads a comma-separated variable (``METABUNDLE_SOURCES=ukb,omop``). A bad
+value raises :class:`~metabundle.errors.ConfigError` with one sentence naming the flag
+or the variable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from metabundle.errors import ConfigError
+
+ENV_PREFIX = "METABUNDLE_"
+
+
+def split_list(value: object) -> object:
+    """``"a, b,c"`` → ``("a", "b", "c")`` (empty items dropped); other values as given."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(split_list)]
+"""A tuple of strings, written as a comma-separated list in its variable."""
+
+
+class Settings(BaseSettings):
+    """The base of every settings model: ``METABUNDLE_*`` variables, frozen values."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_ignore_empty=True,
+        frozen=True,
+        extra="ignore",
+        validate_default=True,
+    )
+    #: Field → the command-line flag that sets it, for error messages.
+    flags: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def load(cls, **values: Any) -> Self:
+        """The model from ``values`` (``None`` means not given), then the environment,
+        then the defaults; a :class:`ConfigError` naming the first bad option."""
+        given = {name: value for name, value in values.items() if value is not None}
+        try:
+            return cls(**given)
+        except ValidationError as error:
+            raise ConfigError(cls._describe(error, given)) from None
+        except SettingsError as error:  # a variable that cannot be read at all
+            raise ConfigError(str(error)) from None
+
+    @classmethod
+    def _describe(cls, error: ValidationError, given: dict[str, Any]) -> str:
+        problem = error.errors()[0]
+        name = str(problem["loc"][0]) if problem["loc"] else ""
+        variable = f"{ENV_PREFIX}{name.upper()}"
+        option = cls.flags.get(name, variable) if name in given else variable
+        value = problem.get("input")
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        return f"{option} {value!r} is not valid: {message}"
+
+
+def _flag(value: object) -> object:
+    """0/false/no/off (any case, spaces around) are false; other text is true."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("0", "false", "no", "off", "")
+    return value
+
+
+Flag = Annotated[bool, BeforeValidator(_flag)]
+
+
+class RuntimeSettings(Settings):
+    """What any running process reads: the serving side, the CLI, downloads."""
+
+    release: Path | None = Field(
+        default=None, description="The release a reading command opens without --release."
+    )
+    data_dir: Path | None = Field(
+        default=None, description="The folder downloads install into (else the platform's)."
+    )
+    embeddings_enabled: Flag = Field(
+        default=True, description="Query embeddings on (0 turns them off: hybrid degrades)."
+    )
+    sql_workers: int = Field(default=2, ge=1, description="Processes that run run_sql.")
+    datasette_dir: Path | None = Field(
+        default=None, description="The Datasette template folder (else the checkout's)."
+    )
+    debug: Flag = Field(default=False, description="Show tracebacks instead of one line.")
+    http_attempts: int = Field(default=5, ge=1, description="Tries per HTTP request.")
+    http_backoff_s: float = Field(
+        default=0.5, ge=0, description="First retry delay in seconds (doubles each try)."
+    )
