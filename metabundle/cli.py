@@ -137,8 +137,8 @@ def _settings_from_flags(**flags: Any) -> BuildSettings:
 @click.option("--release-version", help="Force the version (YYYY.MM.DD[.N]).")
 def build(**flags: Any) -> None:
     """Fetch, parse, index and write a release; prints the release path."""
-    from metabundle.pipeline.progress import Progress
-    from metabundle.pipeline.run import run_build
+    from metabundle.orchestration.progress import Progress
+    from metabundle.orchestration.run import run_build
     from metabundle.terminal import build_output
 
     flags["omop_vocab"] = tuple(str(Path(p).resolve()) for p in flags["omop_vocab"]) or None
@@ -214,12 +214,12 @@ def mirror(destination: Path, **flags: Any) -> None:
 @click.option("--port", type=int, default=3000)
 def dagster(out_dir: Path, port: int) -> None:
     """Open the pipeline in the Dagster UI (`dagster dev`), offline, on localhost."""
-    from metabundle.pipeline.home import ensure_dagster_home
+    from metabundle.orchestration.home import ensure_dagster_home
 
     home = ensure_dagster_home(out_dir.resolve())
     os.environ.setdefault("METABUNDLE_OUT", str(out_dir.resolve()))
     click.echo(f"DAGSTER_HOME={home}", err=True)
-    args = ["dagster", "dev", "-m", "metabundle.pipeline", "-h", "127.0.0.1", "-p", str(port)]
+    args = ["dagster", "dev", "-m", "metabundle.orchestration", "-h", "127.0.0.1", "-p", str(port)]
     os.execvp(args[0], args)
 
 

@@ -3,7 +3,7 @@ Dagster resource all fill (:mod:`metabundle.settings` for the rules).
 
 :class:`BuildSettings` is everything a build needs. The CLI calls
 :meth:`~metabundle.settings.Settings.load` with its flags, the Dagster resource
-(:class:`metabundle.pipeline.resources.BuildConfig`, made from this model's fields)
+(:class:`metabundle.orchestration.resources.BuildConfig`, made from this model's fields)
 with its configuration; what neither gives comes from the environment, then the
 defaults. Paths are resolved here once. A new option is one field here.
 """

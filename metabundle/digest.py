@@ -16,3 +16,8 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: handle.read(CHUNK_BYTES), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def digest_of(items: list[str]) -> str:
+    """A short (16 hex digits) SHA-256 of ``items``, one per line: a change token."""
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()[:16]

@@ -264,6 +264,22 @@ def left_out(what: str, remedy: str, count: int | None = None) -> dict[str, Any]
     return {"what": what, "count": count, "remedy": remedy}
 
 
+Tokens = dict[str, str]
+HOUR_S = 3600
+
+
+@dataclass(frozen=True)
+class UpstreamProbe:
+    """A cheap check of a source's upstream for its sensor: ``tokens`` returns a few
+    version tokens (a digest, a version stamp) that change when the upstream does;
+    the sensor runs it every ``interval_s`` and rebuilds the source when they change.
+    ``what`` names what it watches, for the sensor's description."""
+
+    tokens: Callable[[FetchContext], Tokens]
+    interval_s: int
+    what: str
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     """A source: its descriptor (name, title, homepage, folded kinds; declared in
@@ -272,7 +288,8 @@ class SourceSpec:
     ``version`` names the parser's output format; bump it when parsing changes so that
     staged tables cached under the old version are not reused. ``public_urls`` are the
     public addresses a build without a mirror reads first (probed before the build
-    starts).
+    starts). ``probe``, when set, gives the source a sensor that rebuilds it when its
+    upstream changes.
     """
 
     descriptor: SourceDescriptor
@@ -282,6 +299,7 @@ class SourceSpec:
     search_docs: Callable[[SearchDocContext], duckdb.DuckDBPyRelation]
     coverage: Callable[[CoverageContext], dict[str, Any]]
     public_urls: Callable[[BuildSettings], tuple[str, ...]] = lambda settings: ()
+    probe: UpstreamProbe | None = None
     depends_on: tuple[str, ...] = ()
     version: str = "1"
 

@@ -22,12 +22,15 @@ from metabundle.digest import sha256_file
 from metabundle.schemas.idc_indices import INDEX_TABLES
 from metabundle.schemas.sources import IDC
 from metabundle.sources.base import (
+    HOUR_S,
     CoverageContext,
     FetchContext,
     ParseContext,
     RawSnapshot,
     SearchDocContext,
     SourceSpec,
+    Tokens,
+    UpstreamProbe,
     coverage_block,
     left_out,
 )
@@ -196,6 +199,15 @@ def coverage(ctx: CoverageContext) -> dict[str, Any]:
     )
 
 
+def upstream_tokens(ctx: FetchContext) -> Tokens:
+    """For the sensor: the installed idc-index-data version and the IDC data version it
+    ships (no network: upgrading the package is the new upstream)."""
+    path = index_parquet("version_metadata_index")
+    with connect() as con:
+        found = con.execute("SELECT max(idc_version) FROM read_parquet(?)", [str(path)]).fetchall()
+    return {"package_version": package_version("idc-index-data"), "data_version": f"v{found[0][0]}"}
+
+
 SOURCE = SourceSpec(
     descriptor=IDC,
     tables=(
@@ -211,5 +223,6 @@ SOURCE = SourceSpec(
     parse=parse,
     search_docs=search_docs,
     coverage=coverage,
+    probe=UpstreamProbe(upstream_tokens, HOUR_S, "the installed idc-index-data data version"),
     version="3",  # 3: the unshipped indices and the clinical tables
 )

@@ -18,7 +18,14 @@ from typing import Any
 from metabundle.config import BuildSettings
 from metabundle.errors import MetabundleError
 from metabundle.release.staging import StagedTable
-from metabundle.sources.base import FetchContext, ParseContext, RawFile, RawSnapshot, Reporter
+from metabundle.sources.base import (
+    FetchContext,
+    ParseContext,
+    RawFile,
+    RawSnapshot,
+    Reporter,
+    Tokens,
+)
 from metabundle.sources.http import Fetcher, RetryPolicy
 from metabundle.sources.registry import get_source
 
@@ -101,6 +108,18 @@ def fetch_source(name: str, settings: BuildSettings, report: Reporter) -> RawSna
         f"({unchanged} unchanged since the last build)"
     )
     return snapshot
+
+
+def probe_source(name: str, settings: BuildSettings) -> Tokens:
+    """The version tokens of source ``name``'s upstream (its :class:`UpstreamProbe`),
+    fetched through the build's download cache."""
+    probe = get_source(name).probe
+    if probe is None:
+        raise ValueError(f"source {name!r} has no upstream probe")
+    with make_fetcher(settings, lambda _: None) as fetcher:
+        return probe.tokens(
+            FetchContext(name, fetcher, settings.upstream, settings, lambda _: None)
+        )
 
 
 def unchanged_files(settings: BuildSettings, snapshot: RawSnapshot) -> int:

@@ -16,8 +16,8 @@ from tests.support.build import Build
 
 BUILD_MODULES = (
     "metabundle.sources",
-    "metabundle.assets",
-    "metabundle.pipeline",
+    "metabundle.orchestration.assets",
+    "metabundle.orchestration",
     "metabundle.config",
     "metabundle.release.staging",
     "metabundle.release.writer",

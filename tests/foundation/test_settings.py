@@ -11,7 +11,7 @@ import pytest
 from metabundle.config import BuildSettings
 from metabundle.errors import ConfigError
 from metabundle.index.embed.openai_compat import OpenAISettings
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.resources import BuildConfig
 from metabundle.settings import RuntimeSettings
 from metabundle.sources.aou.settings import AouSettings
 from tests.support.cli import run_cli

@@ -20,12 +20,12 @@ from dagster import (
 )
 
 from metabundle.config import BuildSettings
-from metabundle.pipeline import defs
-from metabundle.pipeline.definitions import resources_for
-from metabundle.pipeline.jobs import BUILD_AND_PUBLISH, rebuild_request
-from metabundle.pipeline.progress import Progress
-from metabundle.pipeline.resources import BuildConfig
-from metabundle.sources.registry import get_source
+from metabundle.orchestration import defs
+from metabundle.orchestration.definitions import resources_for
+from metabundle.orchestration.jobs import BUILD_AND_PUBLISH, rebuild_request
+from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.resources import BuildConfig
+from metabundle.sources.registry import SOURCES, get_source
 from tests.ops.conftest import OmopBuilds, writable_copy
 from tests.support.static_server import StaticServer, serve_static
 
@@ -68,6 +68,16 @@ def test_definitions_load_with_job_schedule_and_sensors() -> None:
     names = {s.name for s in defs.sensors}
     assert names == {"idc_upstream", "ukb_upstream", "dbgap_upstream"}
     assert all(s.job_name == BUILD_AND_PUBLISH for s in defs.sensors)
+
+
+def test_sensors_are_made_from_the_source_registry() -> None:
+    """One sensor per source whose spec offers a probe, at the probe's interval."""
+    probed = {name: spec.probe for name, spec in SOURCES.items() if spec.probe is not None}
+    sensors = {s.name: s for s in defs.sensors}
+    assert set(sensors) == {f"{name}_upstream" for name in probed}
+    for name, probe in probed.items():
+        assert sensors[f"{name}_upstream"].minimum_interval_seconds == probe.interval_s
+        assert probe.what in (sensors[f"{name}_upstream"].description or "")
 
 
 @pytest.fixture

@@ -37,8 +37,8 @@ from metabundle.index.steps import (
     build_embeddings,
     embed_shard,
 )
-from metabundle.pipeline.resources import BuildConfig
-from metabundle.pipeline.run import release_build_job
+from metabundle.orchestration.resources import BuildConfig
+from metabundle.orchestration.run import release_build_job
 from tests.support.build import Build
 
 SHARD_TEXTS = 1000
@@ -149,7 +149,7 @@ import sys
 from metabundle.db import connect
 from metabundle.index.embed import cache
 from metabundle.index.steps import EmbeddingShard, embed_shard
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.resources import BuildConfig
 
 cache.CHUNK_TEXTS = 20
 settings = BuildConfig(cache=sys.argv[1], out=sys.argv[2],

@@ -11,11 +11,11 @@ Modules: :mod:`.fetch` (selection, discovery through directory listings, downloa
 from __future__ import annotations
 
 from metabundle.schemas.sources import DBGAP
-from metabundle.sources.base import SourceSpec
+from metabundle.sources.base import HOUR_S, SourceSpec, UpstreamProbe
 from metabundle.sources.dbgap.accessions import FTP_STUDIES
 from metabundle.sources.dbgap.coverage import coverage
 from metabundle.sources.dbgap.docs import search_docs
-from metabundle.sources.dbgap.fetch import csv_public_url, fetch
+from metabundle.sources.dbgap.fetch import csv_public_url, fetch, upstream_tokens
 from metabundle.sources.dbgap.parse import parse
 
 SOURCE = SourceSpec(
@@ -33,6 +33,7 @@ SOURCE = SourceSpec(
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
+    probe=UpstreamProbe(upstream_tokens, 24 * HOUR_S, "the dbGaP study list"),
     coverage=coverage,
     public_urls=lambda settings: (f"{FTP_STUDIES}/", csv_public_url()),
     version="3",  # 3: synthetic studies labelled, unbuilt studies listed

@@ -17,12 +17,14 @@ to the export's current one.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from metabundle.errors import ConfigError
+from metabundle.digest import digest_of
+from metabundle.errors import ConfigError, MetabundleError
 from metabundle.meter import Meter
-from metabundle.sources.base import FetchContext, RawSnapshot
+from metabundle.sources.base import FetchContext, RawSnapshot, Tokens
 from metabundle.sources.dbgap import studies_csv
 from metabundle.sources.dbgap.accessions import (
     FTP_STUDIES,
@@ -113,6 +115,28 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
             "upstream_version_basis": "newest Release Date listed in the export",
         },
     )
+
+
+def upstream_tokens(ctx: FetchContext) -> Tokens:
+    """The study list, for the sensor: the FTP listing's digest, the export's sha256
+    and, unless every study is selected, the version folders of the selected studies."""
+    names = sorted(name.rstrip("/") for name in _listing(ctx, "") if name.startswith("phs"))
+    tokens = {"ftp_studies": f"{len(names)}:{digest_of(names)}"}
+    # without an export against the public upstream the FTP listing decides
+    with contextlib.suppress(MetabundleError):
+        export = ctx.get(studies_csv.MIRROR_PATH, csv_public_url())
+        tokens["advanced_search_export"] = export.sha256
+    selection = choose_selection(ctx.settings.dbgap_studies, ctx.settings.profile)
+    if selection.selectors is not None:
+        on_ftp = set(names)
+        versions = [
+            v.accession
+            for base in selection.bases(names)
+            if base in on_ftp
+            for v in _study_versions(ctx, base)
+        ]
+        tokens["selected_study_versions"] = ",".join(sorted(versions))
+    return tokens
 
 
 def _listing(ctx: FetchContext, path: str) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from metabundle.schemas.sources import UKB
-from metabundle.sources.base import ParseContext, SourceSpec
+from metabundle.sources.base import HOUR_S, ParseContext, SourceSpec, UpstreamProbe
 from metabundle.sources.ukb.categories import SchemaTitle, build_tree, category_table
 from metabundle.sources.ukb.codings import (
     coding_files,
@@ -23,7 +23,7 @@ from metabundle.sources.ukb.codings import (
 )
 from metabundle.sources.ukb.coverage import coverage
 from metabundle.sources.ukb.docs import search_docs
-from metabundle.sources.ukb.fetch import fetch
+from metabundle.sources.ukb.fetch import fetch, upstream_tokens
 from metabundle.sources.ukb.fields import (
     alias_relation,
     field_relation,
@@ -151,5 +151,6 @@ SOURCE = SourceSpec(
     search_docs=search_docs,
     coverage=coverage,
     public_urls=lambda settings: (FIELDS.url,),
+    probe=UpstreamProbe(upstream_tokens, 6 * HOUR_S, "a Showcase schema or its version stamp"),
     version="2",  # 2: malformed records are quarantined
 )

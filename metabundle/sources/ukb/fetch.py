@@ -14,7 +14,7 @@ from typing import Any
 
 from metabundle.db import connect
 from metabundle.errors import FetchError
-from metabundle.sources.base import FetchContext, RawFile, RawSnapshot
+from metabundle.sources.base import FetchContext, RawFile, RawSnapshot, Tokens
 from metabundle.sources.ukb.files import (
     CATEGORIES,
     CATEGORY_TREE,
@@ -125,3 +125,15 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
         f"category titles from {title_source}"
     )
     return ctx.snapshot(upstream_version=version, details=details)
+
+
+def upstream_tokens(ctx: FetchContext) -> Tokens:
+    """For the sensor: sha256 of each Showcase schema the build reads (revalidated
+    through the download cache, so an unchanged schema costs a 304) and schema 1's
+    version stamp (the newest field version date)."""
+    files = {schema.key: ctx.get(schema.key, schema.url) for schema in (FIELDS, ENCODINGS)}
+    files[CATEGORY_TREE.key] = ctx.get(CATEGORY_TREE.key, CATEGORY_TREE.url)
+    tokens = {key: raw.sha256 for key, raw in sorted(files.items())}
+    _codings, stamp = referenced_codings(files[FIELDS.key])
+    tokens["fields_latest_version"] = stamp or "-"
+    return tokens

@@ -1,7 +1,9 @@
-"""Dagster wiring: the ``Definitions`` object, resources, jobs, schedules, sensors and
-the asset checks generated from the schema registry.
+"""Everything Dagster, in one package: the assets (``assets/``), the ``Definitions``
+object, resources, the one asset selection, jobs, schedules, sensors and the asset
+checks generated from the schema registry. Nothing outside this package imports
+Dagster; the logic the assets run lives in ``sources``, ``index`` and ``release``.
 
-Load it with ``dagster dev -m metabundle.pipeline``; ``metabundle build`` runs the
+Load it with ``dagster dev -m metabundle.orchestration``; ``metabundle build`` runs the
 same assets in-process. ``defs`` is built on first access, so that importing a
 module of this package (as the assets do) does not build the definitions.
 """
@@ -15,7 +17,7 @@ __all__ = ["defs"]
 
 def __getattr__(name: str) -> Any:
     if name == "defs":
-        from metabundle.pipeline.definitions import build_definitions
+        from metabundle.orchestration.definitions import build_definitions
 
         value = build_definitions()
         globals()["defs"] = value

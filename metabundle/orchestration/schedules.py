@@ -16,8 +16,8 @@ from dagster import (
 )
 
 from metabundle.config import BuildSettings
-from metabundle.pipeline.jobs import BUILD_AND_PUBLISH, rebuild_request
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.jobs import BUILD_AND_PUBLISH, rebuild_request
+from metabundle.orchestration.resources import BuildConfig
 
 WEEKLY_RELEASE = "weekly_release"
 

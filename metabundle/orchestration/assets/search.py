@@ -35,8 +35,8 @@ from metabundle.index.steps import (
     embed_shard,
     plan_embedding_shards,
 )
-from metabundle.pipeline.progress import Progress
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.resources import BuildConfig
 from metabundle.sources.registry import SOURCES, with_dependencies
 from metabundle.sources.steps import load_staged
 

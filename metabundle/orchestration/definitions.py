@@ -7,12 +7,12 @@ from pathlib import Path
 
 from dagster import AssetsDefinition, Definitions, FilesystemIOManager
 
-from metabundle.assets.release import release_assets
-from metabundle.assets.search import search_assets
-from metabundle.assets.sources import source_assets
 from metabundle.config import BuildSettings
-from metabundle.pipeline.progress import Progress
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.assets.release import release_assets
+from metabundle.orchestration.assets.search import search_assets
+from metabundle.orchestration.assets.sources import source_assets
+from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.resources import BuildConfig
 
 
 def all_assets() -> list[AssetsDefinition]:
@@ -35,10 +35,10 @@ def resources_for(
 
 def build_definitions() -> Definitions:
     """Definitions configured from ``METABUNDLE_*`` variables (for ``dagster dev``)."""
-    from metabundle.assets.publish import publish_assets
-    from metabundle.pipeline.jobs import build_and_publish_job
-    from metabundle.pipeline.schedules import weekly_release_schedule
-    from metabundle.pipeline.sensors import upstream_sensors
+    from metabundle.orchestration.assets.publish import publish_assets
+    from metabundle.orchestration.jobs import build_and_publish_job
+    from metabundle.orchestration.schedules import weekly_release_schedule
+    from metabundle.orchestration.sensors import upstream_sensors
 
     return Definitions(
         assets=[*all_assets(), *publish_assets()],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dagster import AssetExecutionContext, AssetsDefinition, ResourceParam, asset
 
-from metabundle.pipeline.progress import Progress
+from metabundle.orchestration.progress import Progress
 from metabundle.release.publish import publish_release, require_target
 
 PUBLISH_ASSET = "published_release"

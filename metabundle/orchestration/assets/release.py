@@ -4,8 +4,8 @@ search step's outputs."""
 from dagster import AssetExecutionContext, AssetsDefinition, ResourceParam, asset
 
 from metabundle.index.steps import SearchStage, keyword_macros
-from metabundle.pipeline.progress import Progress
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.resources import BuildConfig
 from metabundle.release.writer import SearchArtifacts, make_release
 from metabundle.sources.registry import with_dependencies
 from metabundle.sources.steps import load_staged

@@ -11,17 +11,14 @@ tables are reused from ``<out>/work/sources/``. Publishing is selected only when
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from dagster import AssetKey, RunRequest, define_asset_job
-from dagster._core.definitions.unresolved_asset_job_definition import (
-    UnresolvedAssetJobDefinition,
-)
+from dagster import RunRequest, define_asset_job
 
-from metabundle.assets.publish import PUBLISH_ASSET
 from metabundle.config import BuildSettings
-from metabundle.pipeline.run import SEARCH_AND_RELEASE
+from metabundle.orchestration.selection import selection
 from metabundle.release.publish import configured_target
-from metabundle.sources.registry import get_source, with_dependencies
+from metabundle.sources.registry import with_dependencies
 
 BUILD_AND_PUBLISH = "build_and_publish"
 SOURCES_TAG = "metabundle/sources"
@@ -36,19 +33,7 @@ def affected_sources(changed: Iterable[str], configured: tuple[str, ...]) -> tup
     return with_dependencies(tuple(hit)) if hit else ()
 
 
-def selection(sources: Iterable[str], *, publish: bool) -> list[AssetKey]:
-    """The assets that rebuild ``sources`` and write (and maybe publish) a release."""
-    keys: list[AssetKey] = []
-    for name in sources:
-        keys.append(AssetKey(f"raw_{name}"))
-        keys += [AssetKey(table) for table in get_source(name).tables]
-    keys += [AssetKey(step) for step in SEARCH_AND_RELEASE]
-    if publish:
-        keys.append(AssetKey(PUBLISH_ASSET))
-    return keys
-
-
-def build_and_publish_job(settings: BuildSettings) -> UnresolvedAssetJobDefinition:
+def build_and_publish_job(settings: BuildSettings) -> Any:  # dagster exports no name for it
     """Every configured source → search → release → publish."""
     return define_asset_job(
         BUILD_AND_PUBLISH,

@@ -19,9 +19,9 @@ from dagster import (
     multi_asset,
 )
 
-from metabundle.pipeline.checks import check_specs, run_checks
-from metabundle.pipeline.progress import Progress
-from metabundle.pipeline.resources import BuildConfig
+from metabundle.orchestration.checks import check_specs, run_checks
+from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.resources import BuildConfig
 from metabundle.sources.base import RawSnapshot, SourceSpec
 from metabundle.sources.registry import SOURCES, get_source
 from metabundle.sources.steps import (

@@ -12,19 +12,20 @@ from dagster import (
     DagsterEventType,
     DagsterInstance,
     Definitions,
+    ExecuteInProcessResult,
     JobDefinition,
     define_asset_job,
     materialize,
 )
-from dagster._core.execution.execute_in_process_result import ExecuteInProcessResult
-from dagster._utils.error import SerializableErrorInfo
+from dagster_shared.error import SerializableErrorInfo
 
 from metabundle.config import BuildSettings
 from metabundle.errors import MetabundleError
-from metabundle.pipeline.definitions import all_assets, resources_for
-from metabundle.pipeline.home import ensure_dagster_home
-from metabundle.pipeline.progress import Progress
-from metabundle.sources.registry import get_source, with_dependencies
+from metabundle.orchestration.definitions import all_assets, resources_for
+from metabundle.orchestration.home import ensure_dagster_home
+from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.selection import selection
+from metabundle.sources.registry import with_dependencies
 
 USER_ERRORS = {
     "MetabundleError",
@@ -37,28 +38,13 @@ USER_ERRORS = {
 }
 
 
-SEARCH_AND_RELEASE = (
-    "search_docs",
-    "keyword_index",
-    "embeddings",
-    "ann_indexes",
-    "crosswalk",
-    "release",
-)
-
-
 class BuildFailed(MetabundleError):
     """A build step failed; the message is that step's one-sentence error."""
 
 
 def selection_for(settings: BuildSettings) -> list[AssetKey]:
     """The assets a build of ``settings.sources`` materializes."""
-    keys: list[AssetKey] = []
-    for name in with_dependencies(settings.sources):
-        keys.append(AssetKey(f"raw_{name}"))
-        keys += [AssetKey(table) for table in get_source(name).tables]
-    keys += [AssetKey(name) for name in SEARCH_AND_RELEASE]
-    return keys
+    return selection(with_dependencies(settings.sources))
 
 
 def release_build_job() -> JobDefinition:
