@@ -31,10 +31,10 @@ from metabundle.index.steps import (
     build_keyword_index,
     build_search_docs,
 )
-from metabundle.release.staging import StagedTable
 from metabundle.search.release import Release
 from metabundle.sources.base import RawSnapshot
 from metabundle.sources.steps import StagedSource
+from metabundle.staging import StagedTable
 
 PROVIDER = "wordllama"
 BACKEND = "usearch"

@@ -354,9 +354,9 @@ def publish(release: Path | None, target: Path | None, level: int) -> None:
 def download(version: str, base_url: str, dest: Path | None) -> None:
     """Download VERSION (default: latest) from a release site, verify every file and
     make it the current release; an interrupted download resumes where it stopped."""
+    from metabundle.http_client import RetryPolicy
     from metabundle.release.download import download_release, terminal_progress
     from metabundle.settings import RuntimeSettings
-    from metabundle.sources.http import RetryPolicy
 
     runtime = RuntimeSettings.load()
     retry = RetryPolicy(attempts=runtime.http_attempts, base_delay_s=runtime.http_backoff_s)

@@ -19,7 +19,7 @@ from pydantic_settings import NoDecode
 from metabundle.errors import ConfigError
 from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.settings import CommaList, RuntimeSettings
-from metabundle.sources.layout import Upstream
+from metabundle.upstream import Upstream
 
 Profile = Literal["complete", "dev"]
 PROFILES: tuple[str, ...] = ("complete", "dev")
@@ -80,9 +80,6 @@ class BuildSettings(RuntimeSettings):
         default=DEFAULT_SHARD_TEXTS, ge=1, description="Distinct texts per embedding shard."
     )
     release_cron: str = Field(default=DEFAULT_CRON, description="The weekly rebuild's cron.")
-    publish_to: Path | None = Field(
-        default=None, description="The release site folder a publish writes into."
-    )
 
     _profile = _one_of("profile", "--profile", PROFILES)
     _provider = _one_of("embedding_provider", "--embeddings", EMBEDDING_PROVIDERS)
@@ -97,7 +94,7 @@ class BuildSettings(RuntimeSettings):
             raise ConfigError(f"Unknown source {unknown[0]!r} in --sources; choose from {choices}")
         return tuple(dict.fromkeys(value)) or tuple(DESCRIPTORS)
 
-    @field_validator("out", "cache", "publish_to")
+    @field_validator("out", "cache")
     @classmethod
     def _resolved(cls, value: Path | None) -> Path | None:
         return value.expanduser().resolve() if value is not None else None

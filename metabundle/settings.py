@@ -107,6 +107,9 @@ class RuntimeSettings(Settings):
         default=None, description="The Datasette template folder (else the checkout's)."
     )
     debug: Flag = Field(default=False, description="Show tracebacks instead of one line.")
+    publish_to: Path | None = Field(
+        default=None, description="The release site folder a publish writes into."
+    )
     http_attempts: int = Field(default=5, ge=1, description="Tries per HTTP request.")
     http_backoff_s: float = Field(
         default=0.5, ge=0, description="First retry delay in seconds (doubles each try)."

@@ -55,11 +55,11 @@ from metabundle.index.variants import (
     write_variants,
 )
 from metabundle.meter import Meter
-from metabundle.release.staging import stage_table
 from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext
 from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
+from metabundle.staging import stage_table
 
 Reporter = Callable[[str], None]
 STEP_VERSION = {

@@ -16,7 +16,7 @@ from dagster import ConfigurableResource
 from pydantic import create_model
 
 from metabundle.config import BuildSettings
-from metabundle.sources.layout import Upstream
+from metabundle.upstream import Upstream
 
 
 class BuildConfigBase(ConfigurableResource):  # type: ignore[type-arg]

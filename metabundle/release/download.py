@@ -29,12 +29,12 @@ import zstandard
 from metabundle import __version__
 from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
+from metabundle.http_client import RETRY_STATUSES, RetryPolicy
 from metabundle.release.checksums import SUMS_FILE
 from metabundle.release.pointer import point_current
 from metabundle.release.publish import FILES_FILE, LATEST_FILE, RELEASES_DIR, check_files_list
 from metabundle.release.verify import verify_release
 from metabundle.release.version import check_version
-from metabundle.sources.http import RETRY_STATUSES, RetryPolicy
 
 CHUNK_BYTES = 1 << 20
 STAGING_PREFIX = ".download-"

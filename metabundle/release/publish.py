@@ -32,7 +32,6 @@ from typing import Any
 
 import zstandard
 
-from metabundle.config import BuildSettings
 from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
@@ -41,6 +40,7 @@ from metabundle.release.paths import check_member
 from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
 from metabundle.release.version import VERSION_RE, version_key
+from metabundle.settings import RuntimeSettings
 
 SITE_FORMAT = "metabundle-site/1"
 RELEASES_DIR = "releases"
@@ -59,7 +59,8 @@ Reporter = Callable[[str], None]
 
 def configured_target() -> Path | None:
     """The site folder named by ``METABUNDLE_PUBLISH_TO``, if any."""
-    return BuildSettings.load().publish_to
+    target = RuntimeSettings.load().publish_to
+    return target.expanduser() if target is not None else None
 
 
 def require_target(target: Path | None = None) -> Path:

@@ -42,7 +42,6 @@ from metabundle.release.manifest import (
 from metabundle.release.pointer import point_current, resolve_release
 from metabundle.release.readme import release_readme
 from metabundle.release.sqlite_file import write_sqlite
-from metabundle.release.staging import stage_table
 from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
 from metabundle.release.version import check_version, next_version
@@ -50,6 +49,7 @@ from metabundle.schemas import Table, Target, get_table
 from metabundle.sources.base import CoverageContext
 from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
+from metabundle.staging import stage_table
 
 DUCKDB_FILE = "metabundle.duckdb"
 SQLITE_FILE = "metabundle.sqlite"

@@ -22,12 +22,12 @@ import duckdb
 from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ParseError
-from metabundle.release.staging import StagedTable, TableData, stage_table
 from metabundle.schemas.sources import SourceDescriptor
-from metabundle.sources.layout import Upstream
+from metabundle.staging import StagedTable, TableData, stage_table
+from metabundle.upstream import Upstream
 
 if TYPE_CHECKING:  # the fetcher (httpx) is not imported where a release is only read
-    from metabundle.sources.http import Fetcher
+    from metabundle.http_client import Fetcher
 
 Reporter = Callable[[str], None]
 QUARANTINE_LIMIT = 100

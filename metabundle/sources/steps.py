@@ -17,7 +17,7 @@ from typing import Any
 
 from metabundle.config import BuildSettings
 from metabundle.errors import MetabundleError
-from metabundle.release.staging import StagedTable
+from metabundle.http_client import Fetcher, RetryPolicy
 from metabundle.sources.base import (
     FetchContext,
     ParseContext,
@@ -26,8 +26,8 @@ from metabundle.sources.base import (
     Reporter,
     Tokens,
 )
-from metabundle.sources.http import Fetcher, RetryPolicy
 from metabundle.sources.registry import get_source
+from metabundle.staging import StagedTable
 
 COMPLETE_MARKER = "_complete.json"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from metabundle.errors import FetchError
-from metabundle.sources.http import Fetcher, RetryPolicy, parse_directory_listing
+from metabundle.http_client import Fetcher, RetryPolicy, parse_directory_listing
 from tests.support.servers import faulty_handler, serve_directory
 
 FAST = RetryPolicy(attempts=4, base_delay_s=0.01, max_delay_s=0.05)

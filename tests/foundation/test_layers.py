@@ -19,7 +19,7 @@ BUILD_MODULES = (
     "metabundle.orchestration.assets",
     "metabundle.orchestration",
     "metabundle.config",
-    "metabundle.release.staging",
+    "metabundle.staging",
     "metabundle.release.writer",
     "dagster",
     "polars",

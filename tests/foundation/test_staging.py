@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from metabundle.errors import SchemaError
-from metabundle.release.staging import stage_table
+from metabundle.staging import stage_table
 
 
 def rows(**overrides: object) -> pa.Table:

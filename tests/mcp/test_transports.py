@@ -110,7 +110,7 @@ def test_a_bad_http_address_is_a_usage_error(release_path: Path) -> None:
 
 # Fetch-side packages: httpx alone imports rich and pygments (its command line), about
 # 0.15 s of every server start on the development machine.
-FETCH_ONLY_MODULES = ("httpx", "rich", "pygments", "metabundle.sources.http")
+FETCH_ONLY_MODULES = ("httpx", "rich", "pygments", "metabundle.http_client")
 
 
 def test_serving_a_release_imports_no_fetch_code():

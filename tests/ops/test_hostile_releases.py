@@ -13,11 +13,11 @@ import zstandard
 
 from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
+from metabundle.http_client import RetryPolicy
 from metabundle.release.checksums import SUMS_FILE, write_sums
 from metabundle.release.download import download_release
 from metabundle.release.manifest import FORMAT, MANIFEST_FILE, list_files
 from metabundle.release.publish import FILES_FILE, publish_release
-from metabundle.sources.http import RetryPolicy
 from tests.ops.conftest import error_line
 from tests.support.cli import run_cli
 from tests.support.static_server import serve_static

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from metabundle.errors import FetchError
-from metabundle.sources.http import Fetcher, RetryPolicy
+from metabundle.http_client import Fetcher, RetryPolicy
 from tests.support.faults import FaultPlan
 from tests.support.servers import faulty_handler, serve_directory
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import mmap
 from pathlib import Path
 
-from metabundle.sources.layout import Upstream
+from metabundle.upstream import Upstream
 from tests.reliability.conftest import SECRET, SECRET_ENV, FlakyBuild
 
 

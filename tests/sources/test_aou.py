@@ -25,13 +25,13 @@ import pytest
 
 from metabundle.config import BuildSettings
 from metabundle.errors import ParseError
-from metabundle.release.staging import StagedTable
 from metabundle.schemas import get_table
 from metabundle.sources.aou import SOURCE
 from metabundle.sources.aou.inputs import ANSWER_KEY_SPEC, SURVEY_METADATA, read_csv_text
 from metabundle.sources.base import RawSnapshot, SearchDocContext
 from metabundle.sources.registry import source_names, with_dependencies
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
+from metabundle.staging import StagedTable
 from tests.support.servers import FaultyHandler, faulty_handler, serve_directory
 
 TABLES = ("aou_item", "aou_item_identifier", "aou_item_edge", "aou_item_link", "aou_unit")

@@ -26,8 +26,8 @@ from metabundle.sources.dbgap.datasets import is_data_dict
 from metabundle.sources.dbgap.fetch import DEV_STUDIES, csv_public_url
 from metabundle.sources.dbgap.rows import Tables
 from metabundle.sources.dbgap.studies_csv import read_studies_csv
-from metabundle.sources.layout import Upstream
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
+from metabundle.upstream import Upstream
 from tests.support.build import SESSION_STUDIES
 from tests.support.servers import serve_directory
 
