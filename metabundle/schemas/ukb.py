@@ -71,6 +71,11 @@ UKB_FIELD = Table(
         Column("array_max", I32, "Highest array index."),
         Column("array_count", I32, "Number of array indexes (max - min + 1)."),
         Column("notes", S, "Showcase notes, with Showcase markup (<p>, ~F123~ links) kept."),
+        Column(
+            "notes_text",
+            S,
+            "The notes as plain text: tags removed, ~F123~ links written 'field 123'.",
+        ),
         Column("debut", D, "Date the field first appeared in the Showcase."),
         Column("version", D, "Date of the field's current version."),
         Column("num_participants", I64, "Participants with data in the field."),
@@ -187,6 +192,7 @@ UKB_ENCODING = Table(
         Column("structure_label", S, "Published meaning of structure (Flat or Tree)."),
         Column("num_members", I64, "Number of values the Showcase lists for the encoding."),
         Column("description", S, "Encoding description, with Showcase markup kept."),
+        Column("description_text", S, "The description as plain text (see notes_text)."),
         Column("field_count", I32, "Fields coded with this encoding.", nullable=False),
         Column(
             "values_loaded",

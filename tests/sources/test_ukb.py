@@ -19,6 +19,7 @@ from metabundle.sources.ukb import SOURCE
 from metabundle.sources.ukb.fields import MAX_COMBINATIONS
 from metabundle.sources.ukb.files import LEGACY_KEY
 from metabundle.sources.ukb.lookups import LOOKUPS
+from metabundle.sources.ukb.markup import register_plain_text
 from tests.support.servers import serve_directory
 
 BMI_PATH = "UK Biobank Assessment Centre > Physical measures > Anthropometry > Body size measures"
@@ -334,6 +335,46 @@ def test_legacy_titles_are_aliases_only_where_the_title_changed(db) -> None:
 
 
 # -- search documents -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("published", "plain"),
+    [
+        (
+            "Use <p>Month of Birth (~F52~) and ~c100261~.",
+            "Use Month of Birth (field 52) and coding 100261.",
+        ),
+        ("See ~Xrepeat_2012~Repeat assessment~ here", "See repeat_2012Repeat assessment~ here"),
+        ("<br> \u00a0 <br>", None),
+        ("a\u2028\tb", "a b"),
+        (None, None),
+    ],
+)
+def test_markup_becomes_plain_text_at_build_time(published: str | None, plain: str | None) -> None:
+    """Tags become spaces, links are worded by their letter in one left-to-right pass
+    (as a regular expression substitution reads them), whitespace runs become one space."""
+    with connect() as con:
+        register_plain_text(con)
+        assert con.execute("SELECT ukb_plain_text(?)", [published]).fetchall() == [(plain,)]
+
+
+def test_the_tables_keep_the_published_notes_and_their_plain_text(db) -> None:
+    assert one(db, "SELECT count(*) FROM ukb_field WHERE notes_text LIKE '%<%>%'") == 0
+    assert (
+        one(db, "SELECT count(*) FROM ukb_field WHERE regexp_matches(notes_text, '~[A-Z]\\d+~')")
+        == 0
+    )
+    linked = rows(db, "SELECT notes, notes_text FROM ukb_field WHERE field_id = 33")[0]
+    assert "~F52~" in linked[0] and "field 52" in linked[1]
+    assert (
+        one(
+            db,
+            "SELECT count(*) FROM ukb_field WHERE notes IS NOT NULL AND notes_text IS NULL "
+            "AND trim(regexp_replace(notes, '<[^>]*>', '', 'g')) <> ''",
+        )
+        == 0
+    )
+    assert one(db, "SELECT count(*) FROM ukb_encoding WHERE description_text LIKE '%<%>%'") == 0
 
 
 def test_search_documents(staged: StagedSource) -> None:

@@ -53,11 +53,8 @@ ALIAS_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rap", re.compile(r"^p(\d+)(?:_i(\d+))?(?:_a(\d+))?$")),
 )
 
-# Showcase markup in notes: ~F123~ links a field, ~C123~ a coding, ~L123~ a category.
+# Showcase links in notes: ~F123~ links a field (the plain text is made at build time).
 MARKUP = re.compile(r"~([A-Za-z])([^~]*)~")
-MARKUP_WORDS = {"F": "field", "C": "coding", "L": "category", "R": "resource"}
-TAG = re.compile(r"<[^>]*>")
-SPACE = re.compile(r"\s+")
 
 # -- helpers --------------------------------------------------------------------------
 
@@ -69,19 +66,6 @@ def showcase_url(url: str | None) -> str | None:
 
 def field_url(field_id: int) -> str:
     return f"{SHOWCASE}field.cgi?id={field_id}"
-
-
-def plain_text(text: str | None) -> str | None:
-    """Showcase notes without HTML tags, with ``~F123~`` links written as ``field 123``."""
-    if not text:
-        return None
-
-    def word(match: re.Match[str]) -> str:
-        kind = MARKUP_WORDS.get(match.group(1).upper())
-        return f"{kind} {match.group(2)}" if kind else match.group(2)
-
-    result = SPACE.sub(" ", MARKUP.sub(word, TAG.sub(" ", text))).strip()
-    return result or None
 
 
 def truncate(text: str | None, limit: int) -> tuple[str | None, bool]:
@@ -166,7 +150,7 @@ def hit_scores(hit: Hit) -> dict[str, Any]:
 def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
     """One search hit; null fields (a field without a coding has no encoding fields)
     are left out."""
-    notes, cut = truncate(plain_text(row["notes"]), SEARCH_NOTES_CHARS)
+    notes, cut = truncate(row["notes_text"], SEARCH_NOTES_CHARS)
     encoded = bool(row["encoding_id"])
     return without_nulls(
         {
@@ -471,7 +455,7 @@ def encoding_block(release: Release, encoding_id: int, limit: int) -> dict[str, 
     block: dict[str, Any] = {
         "id": encoding_id,
         "title": enc["title"],
-        "description": plain_text(enc["description"]),
+        "description": enc["description_text"],
         "structure": enc["structure_label"],
         "hierarchical": tree,
         "coded_as": enc["coded_as_label"],
@@ -585,7 +569,7 @@ def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]
         "id": field_id,
         "title": row["title"],
         "legacy_title": row["legacy_title"],
-        "notes": plain_text(row["notes"]),
+        "notes": row["notes_text"],
         "units": row["units"],
         "canonical_url": showcase_url(row["canonical_url"]),
         "properties": properties(row),

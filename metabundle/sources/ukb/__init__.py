@@ -40,6 +40,7 @@ from metabundle.sources.ukb.files import (
 )
 from metabundle.sources.ukb.legacy import leaf_paths, load_legacy
 from metabundle.sources.ukb.lookups import lookup_rows
+from metabundle.sources.ukb.markup import register_plain_text
 from metabundle.sources.ukb.tsv import TsvFile, load_tsv, sql_literal
 
 NAME = UKB.name
@@ -134,6 +135,7 @@ def _write_categories(ctx: ParseContext, has_titles: bool) -> None:
 def parse(ctx: ParseContext) -> None:
     """Build the five UK Biobank tables from the snapshot."""
     has_titles = _load_inputs(ctx)
+    register_plain_text(ctx.con)
     for message in unknown_codes(ctx.con):
         ctx.report(message)
     _write_categories(ctx, has_titles)
@@ -152,5 +154,5 @@ SOURCE = SourceSpec(
     coverage=coverage,
     public_urls=lambda settings: (FIELDS.url,),
     probe=UpstreamProbe(upstream_tokens, 6 * HOUR_S, "a Showcase schema or its version stamp"),
-    version="2",  # 2: malformed records are quarantined
+    version="3",  # 2: malformed records are quarantined; 3: plain-text notes
 )

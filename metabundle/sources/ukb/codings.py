@@ -213,6 +213,7 @@ def encoding_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation
                e.coded_as, vt.label AS coded_as_label,
                e.structure, st.label AS structure_label,
                e.num_members, e.descript AS description,
+               ukb_plain_text(e.descript) AS description_text,
                coalesce(used.n, 0) AS field_count,
                loaded.n IS NOT NULL AS values_loaded,
                coalesce(loaded.n, 0) AS value_count,

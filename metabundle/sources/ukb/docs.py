@@ -12,8 +12,9 @@
   dotted form where the meaning starts with it (``I219`` → ``i21.9``). Purely numeric
   values are left out because they would collide across codings and with field ids.
 
-Showcase markup in notes (``<p>``, ``~F21001~`` links) is reduced to plain text here;
-the tables keep it as published.
+Notes and descriptions come as the parse step reduced them to plain text
+(``notes_text``, ``description_text``: :mod:`.markup`); the tables also keep them as
+published.
 """
 
 from __future__ import annotations
@@ -22,20 +23,14 @@ import duckdb
 
 from metabundle.sources.base import SearchDocContext
 
-PLAIN_TEXT_MACRO = r"""
-CREATE OR REPLACE TEMP MACRO ukb_plain_text(text) AS nullif(trim(regexp_replace(
-    regexp_replace(regexp_replace(text, '<[^>]*>', ' ', 'g'), '~[A-Z]([^~]*)~', '\1', 'g'),
-    '\s+', ' ', 'g')), '')
-"""
-
 FIELD_DOCS = """
 SELECT 'ukb:field:' || f.field_id AS doc_id,
        'field' AS kind,
        CAST(f.field_id AS VARCHAR) AS entity_id,
        f.title,
-       concat_ws(' | ', ukb_plain_text(f.notes), f.units,
+       concat_ws(' | ', f.notes_text, f.units,
                  coalesce(f.category_path, f.category_title)) AS body,
-       concat_ws('. ', f.title, ukb_plain_text(f.notes)) AS embed_text,
+       concat_ws('. ', f.title, f.notes_text) AS embed_text,
        f.canonical_url,
        CAST(f.main_category AS VARCHAR) AS parent_id,
        coalesce(a.identifiers, [CAST(f.field_id AS VARCHAR)]) AS identifiers
@@ -51,9 +46,9 @@ SELECT 'ukb:encoding:' || encoding_id,
        'encoding',
        CAST(encoding_id AS VARCHAR),
        coalesce(title, 'Coding ' || encoding_id),
-       concat_ws(' | ', ukb_plain_text(description),
+       concat_ws(' | ', description_text,
                  structure_label || ' coding of ' || coded_as_label || ' values'),
-       concat_ws('. ', title, ukb_plain_text(description)),
+       concat_ws('. ', title, description_text),
        canonical_url,
        NULL,
        ['coding ' || encoding_id, 'data-coding ' || encoding_id]
@@ -88,5 +83,4 @@ JOIN ukb_encoding AS e USING (encoding_id)
 
 def search_docs(ctx: SearchDocContext) -> duckdb.DuckDBPyRelation:
     """One document per field, encoding (except 0, "not encoded") and coding value."""
-    ctx.con.execute(PLAIN_TEXT_MACRO)
     return ctx.sql(f"{FIELD_DOCS} UNION ALL {ENCODING_DOCS} UNION ALL {VALUE_DOCS}")
