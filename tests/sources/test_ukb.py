@@ -13,6 +13,7 @@ import pytest
 from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.errors import ParseError
+from metabundle.schemas.ukb_aliases import ALIAS_FORMS, parse_alias
 from metabundle.sources.base import SearchDocContext
 from metabundle.sources.steps import StagedSource, fetch_source, parse_source
 from metabundle.sources.ukb import SOURCE
@@ -310,6 +311,31 @@ def test_aliases_cover_the_common_column_names(db) -> None:
     )
     both = one(db, "SELECT count(*) FROM ukb_field_alias WHERE alias = 'p20002_i3_a33'")
     assert both == 1
+
+
+def test_every_stored_column_name_reads_back_as_its_field_and_kind(db) -> None:
+    """The build writes aliases and the tools read them with the same declared forms:
+    each stored name reads as its field, through its own form (``p31`` of a singular
+    field is both a RAP column and a RAP stem; parsing gives the first form)."""
+    stored = rows(
+        db,
+        "SELECT alias, field_id, alias_kind FROM ukb_field_alias "
+        "WHERE alias_kind <> 'legacy_title'",
+    )
+    assert len(stored) > 10_000
+    misread = []
+    for alias, field_id, kind in stored:
+        readings = {
+            (int(m["field"]), form.kind) for form in ALIAS_FORMS if (m := form.pattern.match(alias))
+        }
+        parsed = parse_alias(alias)
+        if (field_id, kind) not in readings or parsed is None or parsed[0] != field_id:
+            misread.append((alias, field_id, kind))
+    assert misread == []
+    assert parse_alias("p21001_i2_a0") == (21001, "rap", 2, 0)
+    assert parse_alias("21001-1.0") == (21001, "ukbconv_csv", 1, 0)
+    assert parse_alias("p21001") == (21001, "rap_stem", None, None)
+    assert parse_alias("bmi") is None
 
 
 def test_every_instance_and_array_combination_fits_the_bound(db) -> None:

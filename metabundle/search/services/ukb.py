@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import Field, StringConstraints
 
+from metabundle.schemas.ukb_aliases import FORMS_BY_KIND, parse_alias
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.jsonsafe import without_nulls
 from metabundle.search.params import Explain, Method, Params, Query, clamp
@@ -43,15 +44,6 @@ INSTANCE_COLUMNS = 3
 SUGGESTIONS = 5
 MAX_FIELD_ID = 2**31 - 1
 """The largest id ``ukb_field.field_id`` (INTEGER) can hold; no field has a larger one."""
-
-# Column-name forms of the extract formats; each captures the field id first.
-ALIAS_FORMS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("field_id", re.compile(r"^(\d+)$")),
-    ("ukbconv_r", re.compile(r"^f\.(\d+)\.(\d+)\.(\d+)$")),
-    ("f_prefix", re.compile(r"^f(\d+)$")),
-    ("ukbconv_csv", re.compile(r"^(\d+)-(\d+)\.(\d+)$")),
-    ("rap", re.compile(r"^p(\d+)(?:_i(\d+))?(?:_a(\d+))?$")),
-)
 
 # Showcase links in notes: ~F123~ links a field (the plain text is made at build time).
 MARKUP = re.compile(r"~([A-Za-z])([^~]*)~")
@@ -233,20 +225,6 @@ class GetUkbFieldParams(Params):
     ] = DEFAULT_VALUES
 
 
-def parse_alias_form(text: str) -> tuple[int, str, int | None, int | None] | None:
-    """(field id, alias kind, instance, array) of a column-name form, else None."""
-    for kind, pattern in ALIAS_FORMS:
-        match = pattern.match(text)
-        if not match:
-            continue
-        groups = match.groups()
-        if kind == "rap" and groups[1] is None and groups[2] is None:
-            kind = "rap_stem"
-        numbers = [None if g is None else int(g) for g in groups[1:]] + [None, None]
-        return int(groups[0]), kind, numbers[0], numbers[1]
-    return None
-
-
 def stored_alias(release: Release, text: str) -> dict[str, Any] | None:
     rows = release.query_dicts(
         "SELECT field_id, alias, alias_kind FROM ukb_field_alias "
@@ -266,7 +244,7 @@ def resolve_field_id(release: Release, value: int | str) -> tuple[int, dict[str,
     text = normalize_identifier(str(value))
     if not text:
         raise invalid("get_ukb_field: parameter 'field_id' must not be blank.")
-    parsed = parse_alias_form(text)
+    parsed = parse_alias(text)
     if parsed and parsed[1] == "field_id":
         return parsed[0], None
     stored = stored_alias(release, text)
@@ -334,23 +312,16 @@ def alias_summary(aliases: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-INSTANCE_PATTERNS = {
-    "ukbconv_csv": re.compile(r"^\d+-(\d+)\."),
-    "ukbconv_r": re.compile(r"^f\.\d+\.(\d+)\."),
-    "rap": re.compile(r"^p\d+_i(\d+)"),
-}
-
-
 def instance_summaries(row: dict[str, Any], aliases: list[dict[str, Any]]) -> list[dict]:
     """One entry per instance index: its extract column names (from ukb_field_alias);
     descriptions and per-instance counts are not in the release (null)."""
     columns: dict[int, dict[str, list[str]]] = {}
     for alias in aliases:
-        pattern = INSTANCE_PATTERNS.get(alias["alias_kind"])
-        match = pattern.match(alias["alias"]) if pattern else None
-        if match:
-            columns.setdefault(int(match.group(1)), {}).setdefault(alias["alias_kind"], [])
-            columns[int(match.group(1))][alias["alias_kind"]].append(alias["alias"])
+        form = FORMS_BY_KIND.get(alias["alias_kind"])
+        match = form.pattern.match(alias["alias"]) if form and form.per_cell else None
+        if match and match["instance"] is not None:
+            names = columns.setdefault(int(match["instance"]), {})
+            names.setdefault(alias["alias_kind"], []).append(alias["alias"])
     summaries = []
     for index in range(row["instance_min"], row["instance_max"] + 1):
         by_kind = columns.get(index, {})

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import duckdb
 
+from metabundle.schemas.ukb_aliases import ALIAS_FORMS
 from metabundle.sources.ukb.files import ENCODING_URL, FIELD_URL, FIELDS, INSTANCING_URL
 
 MAX_COMBINATIONS = 2048
@@ -107,6 +108,22 @@ def legacy_titles_table(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+LEGACY_PRIORITY = len(ALIAS_FORMS) + 1
+
+
+def _form_selects() -> str:
+    """One SELECT per column-name form (:data:`~metabundle.schemas.ukb_aliases.ALIAS_FORMS`):
+    over every field, or over every bounded instance/array cell of it."""
+    selects = []
+    for form in ALIAS_FORMS:
+        source = "bounded" if form.per_cell else "f"
+        where = f" WHERE {form.when}" if form.when else ""
+        selects.append(
+            f"SELECT field_id, {form.sql()}, '{form.kind}', {form.priority} FROM {source}{where}"
+        )
+    return "\n            UNION ALL ".join(selects)
+
+
 def alias_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """``ukb_field_alias`` rows for every field of ``raw_field``."""
     return con.sql(
@@ -131,19 +148,8 @@ def alias_relation(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
             WHERE (i - i0) * (a1 - a0 + 1) + (a - a0) < {MAX_COMBINATIONS}
         ),
         aliases(field_id, alias, alias_kind, priority) AS (
-            SELECT field_id, CAST(field_id AS VARCHAR), 'field_id', 1 FROM f
-            UNION ALL SELECT field_id, 'f' || field_id, 'f_prefix', 2 FROM f
-            UNION ALL SELECT field_id, 'p' || field_id, 'rap_stem', 3 FROM f
-                WHERE has_i OR has_a
-            UNION ALL SELECT field_id, field_id || '-' || i || '.' || a, 'ukbconv_csv', 4
-                FROM bounded
-            UNION ALL SELECT field_id, 'f.' || field_id || '.' || i || '.' || a, 'ukbconv_r', 5
-                FROM bounded
-            UNION ALL SELECT field_id, 'p' || field_id
-                    || CASE WHEN has_i THEN '_i' || i ELSE '' END
-                    || CASE WHEN has_a THEN '_a' || a ELSE '' END, 'rap', 6
-                FROM bounded
-            UNION ALL SELECT field_id, legacy_title, 'legacy_title', 7 FROM f
+            {_form_selects()}
+            UNION ALL SELECT field_id, legacy_title, 'legacy_title', {LEGACY_PRIORITY} FROM f
                 WHERE legacy_title IS NOT NULL AND legacy_title <> title
         )
         SELECT field_id, alias, alias_kind FROM aliases
