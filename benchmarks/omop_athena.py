@@ -350,6 +350,47 @@ def tool_latencies(release_path: Path, calls: int = TOOL_CALLS, seed: int = 0) -
         return report
 
 
+LOOKUPS = (
+    ("omop_concept_ancestor", "descendant_concept_id"),
+    ("omop_concept_relationship", "concept_id_2"),
+)
+
+
+def lookup_copies(release_path: Path, calls: int = TOOL_CALLS) -> dict[str, Any]:
+    """A concept's ancestors and inbound relationships read from the table itself (a
+    scan: it is sorted by the other key) and from its copy sorted by this key, on the
+    same concepts in the same run: p50 milliseconds and their ratio."""
+    from metabundle.schemas.omop import LOOKUP_COPIES
+    from metabundle.search.release import Release
+
+    report: dict[str, Any] = {}
+    with Release.open(release_path) as release:
+        for name, column in LOOKUPS:
+            copy = LOOKUP_COPIES[name].name
+            ids = [
+                int(r[0])
+                for r in release.query(
+                    f"SELECT {column} FROM {name} USING SAMPLE {calls} ROWS (reservoir, 7)"
+                )
+            ]
+            medians = {}
+            for table in (name, copy):
+                sql = f"SELECT count(*) FROM {table} WHERE {column} = ?"
+                release.query(sql, [ids[0]])  # warm-up
+                times = []
+                for concept in ids:
+                    started = time.perf_counter()
+                    release.query(sql, [concept])
+                    times.append((time.perf_counter() - started) * 1000)
+                medians[table] = float(np.percentile(times, 50))
+            report[f"{name} by {column}"] = {
+                "table_p50_ms": round(medians[name], 2),
+                "copy_p50_ms": round(medians[copy], 2),
+                "ratio": round(medians[name] / medians[copy], 1) if medians[copy] else None,
+            }
+    return report
+
+
 def run(scale: float, workdir: Path | None = None, keep: bool = False) -> dict[str, Any]:
     """Generate, build and query; the whole report."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="omop-athena-"))
@@ -366,6 +407,7 @@ def run(scale: float, workdir: Path | None = None, keep: bool = False) -> dict[s
         built = build(export, workdir / "build")
         report["build"] = {k: v for k, v in built.items() if k != "release"}
         report["tools"] = tool_latencies(Path(built["release"]))
+        report["lookup_copies"] = lookup_copies(Path(built["release"]))
         return report
     finally:
         if not keep:

@@ -14,7 +14,7 @@ must give it a value.
 
 from __future__ import annotations
 
-from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
+from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table, Target
 from metabundle.schemas.registry import register
 
 SOURCE = "omop"
@@ -290,6 +290,40 @@ OMOP_DRUG_STRENGTH = Table(
     allow_empty=True,
 )
 
+
+def _lookup_copy(table: Table, key: tuple[str, ...], name: str, purpose: str) -> Table:
+    """``table`` again, sorted by ``key``, in the DuckDB file only: lookups by a column
+    the table's own order does not lead with read a few row groups instead of all."""
+    return Table(
+        name=name,
+        source=SOURCE,
+        description=f"{table.name} sorted by {key[0]}, for {purpose} (DuckDB only; "
+        f"the same rows as {table.name}).",
+        columns=table.columns,
+        primary_key=key,
+        targets=frozenset({Target.DUCKDB}),
+        hidden=True,
+    )
+
+
+OMOP_CONCEPT_ANCESTOR_BY_DESCENDANT = _lookup_copy(
+    OMOP_CONCEPT_ANCESTOR,
+    ("descendant_concept_id", "ancestor_concept_id"),
+    "omop_concept_ancestor_by_descendant",
+    "a concept's ancestors",
+)
+OMOP_CONCEPT_RELATIONSHIP_INBOUND = _lookup_copy(
+    OMOP_CONCEPT_RELATIONSHIP,
+    ("concept_id_2", "concept_id_1", "relationship_id"),
+    "omop_concept_relationship_inbound",
+    "the relationships that point to a concept",
+)
+LOOKUP_COPIES = {
+    OMOP_CONCEPT_ANCESTOR.name: OMOP_CONCEPT_ANCESTOR_BY_DESCENDANT,
+    OMOP_CONCEPT_RELATIONSHIP.name: OMOP_CONCEPT_RELATIONSHIP_INBOUND,
+}
+"""Each table with a lookup copy, and the copy (written by the OMOP parse step)."""
+
 OMOP_TABLES = (
     OMOP_CONCEPT,
     OMOP_CONCEPT_SYNONYM,
@@ -302,4 +336,4 @@ OMOP_TABLES = (
     OMOP_DRUG_STRENGTH,
 )
 
-register(*OMOP_TABLES)
+register(*OMOP_TABLES, *LOOKUP_COPIES.values())

@@ -59,4 +59,10 @@ def test_the_benchmark_runs_end_to_end_at_a_tiny_size(tmp_path: Path) -> None:
     for name, figures in tools.items():
         assert figures["errors"] == 0, name
         assert 0 < figures["p50_ms"] <= figures["p95_ms"]
+    lookups = report["lookup_copies"]
+    assert set(lookups) == {
+        "omop_concept_ancestor by descendant_concept_id",
+        "omop_concept_relationship by concept_id_2",
+    }
+    assert all(f["table_p50_ms"] > 0 and f["copy_p50_ms"] > 0 for f in lookups.values())
     assert not (tmp_path / "work").exists()

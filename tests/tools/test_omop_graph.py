@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from metabundle.search.release import Release
-from metabundle.search.services.omop_concepts import ATHENA_TERMS
+from metabundle.search.services.omop_concepts import ATHENA_TERMS, lookup_table
 from metabundle.search.tools import call_tool
 from tests.tools.test_omop_tools import (
     CONCEPT_FIELDS,
@@ -165,6 +165,28 @@ def test_inbound_and_outbound_relationships_match_the_table(
     assert ("Maps to", K92_2) in inbound
     for item in payload["inbound"]["items"] + payload["outbound"]["items"]:
         assert_concept(item["concept"], concepts)
+
+
+def test_lookups_by_the_other_key_read_the_sorted_copies(release: Release) -> None:
+    """A concept's ancestors and inbound relationships come from the copies sorted by
+    descendant and by target (the answers above, checked against the files, are
+    theirs); a release without them falls back to the tables themselves."""
+    ancestors = lookup_table(release, "omop_concept_ancestor", by_other_key=True)
+    inbound = lookup_table(release, "omop_concept_relationship", by_other_key=True)
+    assert (ancestors, inbound) == (
+        "omop_concept_ancestor_by_descendant",
+        "omop_concept_relationship_inbound",
+    )
+    assert lookup_table(release, "omop_concept_ancestor", by_other_key=False) == (
+        "omop_concept_ancestor"
+    )
+    for name, copy in (
+        ("omop_concept_ancestor", ancestors),
+        ("omop_concept_relationship", inbound),
+    ):
+        assert release.query(f"SELECT count(*) FROM {copy}") == release.query(
+            f"SELECT count(*) FROM {name}"
+        )
 
 
 def test_relationships_filter_by_id_and_direction(release: Release) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from metabundle.schemas.omop import LOOKUP_COPIES
 from metabundle.search.errors import invalid
 from metabundle.search.release import Release
 from metabundle.search.retrieval import mask_from_sql
@@ -210,6 +211,16 @@ def concept_doc_mask(release: Release) -> np.ndarray:
 
 
 # -- lookups ---------------------------------------------------------------------------
+
+
+def lookup_table(release: Release, name: str, *, by_other_key: bool) -> str:
+    """``name``, or with ``by_other_key`` its copy sorted by its other key
+    (:data:`metabundle.schemas.omop.LOOKUP_COPIES`) where the release has one, so a
+    lookup by a concept's ancestors or inbound relationships reads a few row groups."""
+    if not by_other_key:
+        return name
+    copy = LOOKUP_COPIES[name].name
+    return copy if cached(release, f"has:{copy}", lambda: release.has_table(copy)) else name
 
 
 def concepts_by_id(release: Release, ids: Iterable[int]) -> dict[int, dict[str, Any]]:

@@ -46,6 +46,7 @@ from metabundle.search.services.omop_concepts import (
     concepts_by_docno,
     concepts_by_id,
     is_standard,
+    lookup_table,
     standard_targets,
 )
 from metabundle.search.tools import tool
@@ -97,16 +98,17 @@ def _hierarchy(release: Release, params: HierarchyParams, direction: str) -> dic
         ("descendant", "ancestor") if direction == "ancestors" else ("ancestor", "descendant")
     )
     concept = concept_or_missing(release, params.concept_id)
+    table = lookup_table(release, "omop_concept_ancestor", by_other_key=direction == "ancestors")
     where = f"a.{this}_concept_id = ? AND a.min_levels_of_separation BETWEEN ? AND ?"
     args = [params.concept_id, params.min_depth, params.max_depth]
     ((total, known),) = release.query(
-        f"SELECT count(*), count(c.concept_id) FROM omop_concept_ancestor a "
+        f"SELECT count(*), count(c.concept_id) FROM {table} a "
         f"LEFT JOIN omop_concept c ON c.concept_id = a.{other}_concept_id WHERE {where}",
         args,
     )
     rows = release.query_dicts(
         f"SELECT {CONCEPT_COLUMNS}, a.min_levels_of_separation, a.max_levels_of_separation "
-        f"FROM omop_concept_ancestor a JOIN omop_concept c ON c.concept_id = a.{other}_concept_id "
+        f"FROM {table} a JOIN omop_concept c ON c.concept_id = a.{other}_concept_id "
         f"WHERE {where} ORDER BY a.min_levels_of_separation, c.concept_id LIMIT ?",
         [*args, params.limit],
     )
@@ -205,6 +207,7 @@ def _edges(
     release: Release, params: RelationshipParams, relationship_id: str | None, inbound: bool
 ) -> dict[str, Any]:
     here, there = ("concept_id_2", "concept_id_1") if inbound else ("concept_id_1", "concept_id_2")
+    table = lookup_table(release, "omop_concept_relationship", by_other_key=inbound)
     clauses, args = [f"r.{here} = ?"], [params.concept_id]
     if relationship_id is not None:
         clauses.append("r.relationship_id = ?")
@@ -218,19 +221,19 @@ def _edges(
         clauses.append("r.invalid_reason IS NULL")
     where = " AND ".join(clauses)
     ((total, known),) = release.query(
-        f"SELECT count(*), count(c.concept_id) FROM omop_concept_relationship r "
+        f"SELECT count(*), count(c.concept_id) FROM {table} r "
         f"LEFT JOIN omop_concept c ON c.concept_id = r.{there} WHERE {where}",
         args,
     )
     rows = release.query_dicts(
         f"SELECT r.relationship_id, r.invalid_reason AS relationship_invalid_reason, "
-        f"{CONCEPT_COLUMNS} FROM omop_concept_relationship r "
+        f"{CONCEPT_COLUMNS} FROM {table} r "
         f"JOIN omop_concept c ON c.concept_id = r.{there} WHERE {where} "
         "ORDER BY r.relationship_id, c.concept_id LIMIT ?",
         [*args, params.limit],
     )
     counts = release.query(
-        f"SELECT r.relationship_id, count(*) FROM omop_concept_relationship r "
+        f"SELECT r.relationship_id, count(*) FROM {table} r "
         f"JOIN omop_concept c ON c.concept_id = r.{there} WHERE {where} GROUP BY 1 ORDER BY 1",
         args,
     )
@@ -295,8 +298,9 @@ def _expand(
     entering it), between concepts of the release."""
     near, far = ("concept_id_1", "concept_id_2") if forward else ("concept_id_2", "concept_id_1")
     domain = "AND a.domain_id = b.domain_id" if within_domain else ""
+    table = lookup_table(release, "omop_concept_relationship", by_other_key=not forward)
     rows = release.query(
-        f"SELECT r.{near}, r.relationship_id, r.{far} FROM omop_concept_relationship r "
+        f"SELECT r.{near}, r.relationship_id, r.{far} FROM {table} r "
         f"JOIN omop_concept a ON a.concept_id = r.{near} "
         f"JOIN omop_concept b ON b.concept_id = r.{far} "
         f"WHERE r.{near} IN (SELECT unnest(?::BIGINT[])) AND r.invalid_reason IS NULL "

@@ -30,6 +30,7 @@ Modules: :mod:`.exports` (fetch: which exports), :mod:`.athena` (reading one fil
 
 from __future__ import annotations
 
+from metabundle.schemas.omop import LOOKUP_COPIES
 from metabundle.schemas.sources import OMOP
 from metabundle.sources.base import FetchContext, RawSnapshot, SourceSpec
 from metabundle.sources.omop.athena import TABLE_FILES
@@ -55,13 +56,13 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
 
 SOURCE = SourceSpec(
     descriptor=OMOP,
-    tables=tuple(t.table.name for t in TABLE_FILES),
+    tables=(*(t.table.name for t in TABLE_FILES), *(c.name for c in LOOKUP_COPIES.values())),
     fetch=fetch,
     parse=parse,
     search_docs=search_docs,
     coverage=coverage,
     public_urls=lambda settings: () if settings.omop_vocab else (f"{EUNOMIA_BASE}/",),
-    version="2",  # 2: malformed records are quarantined
+    version="3",  # 2: malformed records are quarantined; 3: lookup copies
 )
 
 __all__ = ["SOURCE"]

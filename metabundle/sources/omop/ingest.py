@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from metabundle.errors import ParseError
 from metabundle.schemas import Table, duckdb_type, quote_identifier
+from metabundle.schemas.omop import LOOKUP_COPIES
 from metabundle.sources.base import ParseContext, RawFile
 from metabundle.sources.omop.athena import (
     REJECT_SCANS,
@@ -169,3 +170,5 @@ def parse(ctx: ParseContext) -> None:
             _ingest_table(ctx, table_file, exports, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    for name, copy in LOOKUP_COPIES.items():
+        ctx.write(copy.name, ctx.con.sql(f"SELECT * FROM read_parquet('{ctx.staged[name].path}')"))
