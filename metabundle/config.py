@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
 
 from metabundle.errors import ConfigError
@@ -32,17 +32,14 @@ DEFAULT_SHARD_TEXTS = 50_000
 DEFAULT_CRON = "0 4 * * 1"  # Mondays 04:00 UTC
 
 
-def _upstream(value: object) -> object:
-    return Upstream.parse(value) if value is None or isinstance(value, str) else value
-
-
-def _one_of(name: str, flag: str, choices: tuple[str, ...]) -> Any:
-    def check(value: str) -> str:
+def _one_of(name: str, choices: tuple[str, ...]) -> Any:
+    def check(cls: type[BuildSettings], value: str) -> str:
         if value not in choices:
-            raise ConfigError(f"Unknown {flag} {value!r}; choose from {', '.join(choices)}")
+            option = cls.option(name)
+            raise ConfigError(f"Unknown {option} {value!r}; choose from {', '.join(choices)}")
         return value
 
-    return field_validator(name)(check)
+    return field_validator(name)(classmethod(check))
 
 
 class BuildSettings(RuntimeSettings):
@@ -67,7 +64,7 @@ class BuildSettings(RuntimeSettings):
     )
     cache: Path | None = Field(default=None, description="Cache folder (default <out>/cache).")
     sources: CommaList = Field(default=(), description="Sources to build (default: all).")
-    upstream: Annotated[Upstream, NoDecode, BeforeValidator(_upstream)] = Field(
+    upstream: Annotated[Upstream, NoDecode] = Field(
         default=Upstream(), description="Mirror base: an http(s) URL or a local folder."
     )
     profile: str = Field(default="complete", description="complete or dev.")
@@ -81,9 +78,19 @@ class BuildSettings(RuntimeSettings):
     )
     release_cron: str = Field(default=DEFAULT_CRON, description="The weekly rebuild's cron.")
 
-    _profile = _one_of("profile", "--profile", PROFILES)
-    _provider = _one_of("embedding_provider", "--embeddings", EMBEDDING_PROVIDERS)
-    _backend = _one_of("ann_backend", "--ann-backend", ANN_BACKENDS)
+    _profile = _one_of("profile", PROFILES)
+    _provider = _one_of("embedding_provider", EMBEDDING_PROVIDERS)
+    _backend = _one_of("ann_backend", ANN_BACKENDS)
+
+    @field_validator("upstream", mode="before")
+    @classmethod
+    def _parse_upstream(cls, value: object) -> object:
+        if value is not None and not isinstance(value, str):
+            return value
+        try:
+            return Upstream.parse(value)
+        except ConfigError as error:
+            raise ConfigError(str(error).replace("--upstream", cls.option("upstream"), 1)) from None
 
     @field_validator("sources")
     @classmethod
@@ -91,7 +98,8 @@ class BuildSettings(RuntimeSettings):
         unknown = [s for s in value if s not in DESCRIPTORS]
         if unknown:
             choices = ", ".join(DESCRIPTORS)
-            raise ConfigError(f"Unknown source {unknown[0]!r} in --sources; choose from {choices}")
+            option = cls.option("sources")
+            raise ConfigError(f"Unknown source {unknown[0]!r} in {option}; choose from {choices}")
         return tuple(dict.fromkeys(value)) or tuple(DESCRIPTORS)
 
     @field_validator("out", "cache")

@@ -20,6 +20,7 @@ or the variable.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self
 
@@ -29,6 +30,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 from metabundle.errors import ConfigError
 
 ENV_PREFIX = "METABUNDLE_"
+_GIVEN: ContextVar[frozenset[str]] = ContextVar("given", default=frozenset())
 
 
 def split_list(value: object) -> object:
@@ -62,19 +64,28 @@ class Settings(BaseSettings):
         """The model from ``values`` (``None`` means not given), then the environment,
         then the defaults; a :class:`ConfigError` naming the first bad option."""
         given = {name: value for name, value in values.items() if value is not None}
+        token = _GIVEN.set(frozenset(given))
         try:
             return cls(**given)
         except ValidationError as error:
-            raise ConfigError(cls._describe(error, given)) from None
+            raise ConfigError(cls._describe(error)) from None
         except SettingsError as error:  # a variable that cannot be read at all
             raise ConfigError(str(error)) from None
+        finally:
+            _GIVEN.reset(token)
 
     @classmethod
-    def _describe(cls, error: ValidationError, given: dict[str, Any]) -> str:
+    def option(cls, field: str) -> str:
+        """What set ``field`` in the load under way: its flag when one was given, else
+        its variable (for messages)."""
+        if field in _GIVEN.get():
+            return cls.flags.get(field, f"{ENV_PREFIX}{field.upper()}")
+        return f"{ENV_PREFIX}{field.upper()}"
+
+    @classmethod
+    def _describe(cls, error: ValidationError) -> str:
         problem = error.errors()[0]
-        name = str(problem["loc"][0]) if problem["loc"] else ""
-        variable = f"{ENV_PREFIX}{name.upper()}"
-        option = cls.flags.get(name, variable) if name in given else variable
+        option = cls.option(str(problem["loc"][0]) if problem["loc"] else "")
         value = problem.get("input")
         message = str(problem["msg"]).removeprefix("Value error, ")
         return f"{option} {value!r} is not valid: {message}"

@@ -66,10 +66,11 @@ def test_a_flag_wins_over_its_variable_and_the_variable_over_the_default(
 @pytest.mark.parametrize(
     ("variable", "value", "expected"),
     [
-        ("METABUNDLE_PROFILE", "everything", "Unknown --profile 'everything'"),
+        ("METABUNDLE_PROFILE", "everything", "Unknown METABUNDLE_PROFILE 'everything'"),
         ("METABUNDLE_EMBED_SHARD_TEXTS", "-5", "METABUNDLE_EMBED_SHARD_TEXTS '-5' is not valid"),
         ("METABUNDLE_HTTP_ATTEMPTS", "many", "METABUNDLE_HTTP_ATTEMPTS 'many' is not valid"),
-        ("METABUNDLE_SOURCES", "ukb,nosuch", "Unknown source 'nosuch'"),
+        ("METABUNDLE_SOURCES", "ukb,nosuch", "Unknown source 'nosuch' in METABUNDLE_SOURCES"),
+        ("METABUNDLE_UPSTREAM", "/no/such/folder", "METABUNDLE_UPSTREAM /no/such/folder is"),
     ],
 )
 def test_a_bad_variable_is_one_sentence_naming_it(
@@ -89,6 +90,13 @@ def test_empty_variables_count_as_unset(monkeypatch: pytest.MonkeyPatch) -> None
     assert OpenAISettings.load().openai_dimension is None
     assert AouSettings.load().aou_api is None
     assert RuntimeSettings.load().embeddings_enabled is False
+
+
+def test_a_bad_flag_is_named_as_the_flag() -> None:
+    with pytest.raises(ConfigError, match=r"^Unknown --profile 'x'; choose from complete, dev$"):
+        BuildSettings.load(profile="x")
+    with pytest.raises(ConfigError, match=r"^--upstream /no/such is neither"):
+        BuildSettings.load(upstream="/no/such")
 
 
 def test_the_dagster_resource_has_one_field_per_setting(tmp_path: Path) -> None:
@@ -111,5 +119,6 @@ def test_the_cli_reports_a_bad_variable_in_one_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "metabundle: Unknown --embeddings 'bogus'; choose from minilm, wordllama, openai, none."
+        "metabundle: Unknown METABUNDLE_EMBEDDING_PROVIDER 'bogus'; choose from minilm, "
+        "wordllama, openai, none."
     ]
