@@ -1,7 +1,7 @@
 """The MCP server: one MCP tool per tool of the search core, plus reference resources.
 
 Each tool of the precomputed catalogue (:mod:`.catalogue`, generated from the
-registered :class:`~metabundle.search.tools.ToolSpec`) becomes a :class:`CoreTool`
+registered :class:`~metabundle.search.registry.ToolSpec`) becomes a :class:`CoreTool`
 advertising the tool's name, description and published input schema. A call hands
 the client's raw arguments to :func:`~metabundle.search.tools.call_tool` on a worker
 thread, so validation and errors come from the core and the payload is exactly the
@@ -137,7 +137,7 @@ def core_tool(handle: ReleaseHandle, entry: dict[str, Any]) -> CoreTool:
 
 def offered(manifest: dict[str, Any], entry: dict[str, Any]) -> bool:
     """Whether the release holds the source of a catalogue entry (the rule of
-    :func:`~metabundle.search.tools.offered`)."""
+    :func:`~metabundle.search.registry.offered`)."""
     return entry["group"] == "release" or entry["group"] in (manifest.get("sources") or {})
 
 

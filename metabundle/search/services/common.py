@@ -13,11 +13,11 @@ from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.ranking.merge import MERGE, rank_all
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import mask_from_sql
 from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS
 from metabundle.search.sql_pool import run_sql
-from metabundle.search.tools import tool
 
 SNIPPET_CHARS = 200
 GROUP = "release"

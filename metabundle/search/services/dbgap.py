@@ -15,6 +15,7 @@ from pydantic import Field
 
 from metabundle.search.jsonsafe import to_json_value
 from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.dbgap_catalog import rank_in_study, result_items, variable_stats
 from metabundle.search.services.dbgap_studies import (
@@ -25,7 +26,6 @@ from metabundle.search.services.dbgap_studies import (
     study_index,
     versioned_study,
 )
-from metabundle.search.tools import tool
 
 GROUP = "dbgap"
 MAX_LISTED = 50

@@ -24,6 +24,7 @@ from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Method, Params, Query, clamp
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import DBGAP_VARIABLES
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import MAX_POOL, Hit, documents, mask_from_sql
 from metabundle.search.services.dbgap_catalog import result_items
@@ -33,7 +34,6 @@ from metabundle.search.services.dbgap_studies import (
     StudyVersion,
     study_index,
 )
-from metabundle.search.tools import tool
 
 GROUP = "dbgap"
 MAX_STUDIES_LISTED = 50

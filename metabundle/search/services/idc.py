@@ -20,6 +20,7 @@ from metabundle.search.errors import not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import IDC_SEARCH
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, mask_from_sql
 from metabundle.search.services.common import result_item
@@ -45,7 +46,6 @@ from metabundle.search.services.idc_filters import (
     resolve_attribute,
 )
 from metabundle.search.services.idc_indices import attribute_entry, attribute_values
-from metabundle.search.tools import tool
 
 Text = Annotated[str, StringConstraints(max_length=200)]
 MAX_OFFSET = 1_000_000_000

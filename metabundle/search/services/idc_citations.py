@@ -23,6 +23,7 @@ from rdflib.namespace import RDF, SDO
 
 from metabundle.search.errors import invalid
 from metabundle.search.params import Params, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc import Text, resolve_collection
 from metabundle.search.services.idc_common import (
@@ -38,7 +39,6 @@ from metabundle.search.services.idc_filters import (
     compile_filters,
     require_filters,
 )
-from metabundle.search.tools import tool
 
 CitationFormat = Literal["apa", "bibtex", "csl-json", "turtle"]
 _YEAR = re.compile(r"\((\d{4})\)")

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from metabundle.search.params import Params, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc import Offset
 from metabundle.search.services.idc_common import (
@@ -32,7 +33,6 @@ from metabundle.search.services.idc_filters import (
     require_filters,
 )
 from metabundle.search.services.idc_manifest import download_block
-from metabundle.search.tools import tool
 
 DEFAULT_PAGE = 10
 MAX_PAGE = 100

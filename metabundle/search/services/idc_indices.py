@@ -16,6 +16,7 @@ from pydantic import Field
 
 from metabundle.schemas import duckdb_type
 from metabundle.search.params import Params
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc_common import GROUP, require_idc
 from metabundle.search.services.idc_filters import (
@@ -28,7 +29,6 @@ from metabundle.search.services.idc_filters import (
     is_numeric,
     require_loaded,
 )
-from metabundle.search.tools import tool
 
 IndexName = Literal[tuple(SERIES_INDICES)]  # type: ignore[valid-type]
 ROUTING_NOTE = (

@@ -20,6 +20,7 @@ from pydantic import Field, StringConstraints
 from metabundle.search.errors import RESULT_TOO_LARGE, ToolError, invalid, not_found
 from metabundle.search.jsonsafe import check_size
 from metabundle.search.params import Params, clamp
+from metabundle.search.registry import call_tool, tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc import Offset
 from metabundle.search.services.idc_common import (
@@ -46,7 +47,6 @@ from metabundle.search.services.idc_manifest import (
     scope_counts,
     series_prefix,
 )
-from metabundle.search.tools import call_tool, tool
 
 MAX_SERIES = 500_000
 """The largest selection get_cohort_urls pages through (its manifest is streamed)."""

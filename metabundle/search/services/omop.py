@@ -26,6 +26,7 @@ from pydantic import Field, WithJsonSchema
 from metabundle.search.coverage import missing
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_found
 from metabundle.search.params import Params, Query, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.omop_concepts import (
     CONCEPT_COLUMNS,
@@ -47,7 +48,6 @@ from metabundle.search.services.omop_match import (
     exact_matches,
     fulltext_matches,
 )
-from metabundle.search.tools import tool
 
 GROUP = "omop"
 MAX_NAVIGATE_IDS = 100

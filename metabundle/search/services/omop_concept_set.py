@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from metabundle.search.params import Params, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.omop import GROUP
 from metabundle.search.services.omop_concepts import (
@@ -31,7 +32,6 @@ from metabundle.search.services.omop_concepts import (
     concept_item,
     concepts_by_id,
 )
-from metabundle.search.tools import tool
 
 MAX_ITEMS = 1000
 #: Concept ids listed at most (``count`` is always complete).

@@ -16,10 +16,10 @@ from pydantic import Field
 
 from metabundle.search.coverage import missing
 from metabundle.search.params import Params, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.omop import GROUP, ConceptId
 from metabundle.search.services.omop_concepts import athena_url, concept_item, concepts_by_id
-from metabundle.search.tools import tool
 
 TABLE = "concept_crosswalk"
 LINK_COLUMNS = (

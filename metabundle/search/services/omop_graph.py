@@ -33,6 +33,7 @@ from metabundle.index.ann import filtered_search
 from metabundle.search.coverage import missing
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, invalid
 from metabundle.search.params import Params, clamp
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.omop import GROUP, ConceptId, MapParams, concepts_with_code
 from metabundle.search.services.omop_concepts import (
@@ -49,7 +50,6 @@ from metabundle.search.services.omop_concepts import (
     lookup_table,
     standard_targets,
 )
-from metabundle.search.tools import tool
 
 #: Concepts visited per side before ``concept_path`` gives up (reported).
 MAX_PATH_NODES = 200_000

@@ -27,10 +27,10 @@ from metabundle.search.jsonsafe import without_nulls
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import UKB_FIELDS
+from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, documents, mask_from_sql, normalize_identifier
 from metabundle.search.services.omop_crosswalk import linked_concepts
-from metabundle.search.tools import tool
 
 GROUP = "ukb"
 SHOWCASE = "https://biobank.ndph.ox.ac.uk/ukb/"
