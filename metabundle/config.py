@@ -11,7 +11,7 @@ defaults. Paths are resolved here once. A new option is one field here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode
@@ -21,7 +21,6 @@ from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.settings import CommaList, RuntimeSettings
 from metabundle.upstream import Upstream
 
-Profile = Literal["complete", "dev"]
 PROFILES: tuple[str, ...] = ("complete", "dev")
 """``complete`` (the default) reads everything each upstream publishes; ``dev`` is a
 small fixed selection for development and tests, and every release built with it
