@@ -20,7 +20,7 @@ from typing import Any
 
 from benchmarks.common import ratio, release_main, timed
 from metabundle.search.release import Release
-from metabundle.search.services.dbgap_studies import study_index
+from metabundle.search.services.dbgap.studies import study_index
 from metabundle.search.tools import call_tool
 
 CONCEPTS = {

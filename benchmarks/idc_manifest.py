@@ -26,8 +26,8 @@ from typing import Any
 
 from metabundle.release.pointer import resolve_release
 from metabundle.search.release import Release
-from metabundle.search.services.idc_filters import compile_filters
-from metabundle.search.services.idc_manifest import manifest_lines, scope
+from metabundle.search.services.idc.filters import compile_filters
+from metabundle.search.services.idc.manifest import manifest_lines, scope
 from metabundle.search.tools import call_tool
 
 FILTERS = {"Modality": ["MR"], "BodyPartExamined": ["BREAST"]}

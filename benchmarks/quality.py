@@ -428,9 +428,10 @@ class Scope:
 def scope_of(release: Release, source: str, target: Target) -> Scope:
     """The filter mask (and keyword generator) of the source's hybrid tool."""
     from metabundle.search.ranking.policies import DBGAP_DOCUMENTS
-    from metabundle.search.services import dbgap_catalog, ukb
-    from metabundle.search.services.aou_ranking import AouFilters
-    from metabundle.search.services.omop_concepts import concept_doc_mask
+    from metabundle.search.services.aou.ranking import AouFilters
+    from metabundle.search.services.dbgap import catalog as dbgap_catalog
+    from metabundle.search.services.omop.concepts import concept_doc_mask
+    from metabundle.search.services.ukb import tools as ukb
 
     if source == "ukb":
         return Scope(ukb.field_mask(release))

@@ -466,7 +466,7 @@ def idc_manifest(
     from metabundle.release.location import find_release
     from metabundle.search.errors import ToolError
     from metabundle.search.release import Release
-    from metabundle.search.services.idc_urls import cohort_manifest
+    from metabundle.search.services.idc.urls import cohort_manifest
 
     try:
         parsed = json.loads(filters)

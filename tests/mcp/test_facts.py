@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 
 from metabundle.index.ann import clip_cosine
 from metabundle.search.release import Release
-from metabundle.search.services.omop_concepts import ATHENA_TERMS
+from metabundle.search.services.omop.concepts import ATHENA_TERMS
 from metabundle.search.tools import TOOLS, all_tools, call_tool
 from tests.support.payloads import json_objects
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from metabundle.index.tokenizer import tokenize
 from metabundle.index.variants import long_form
-from metabundle.search.services.dbgap_acronyms import (
+from metabundle.search.services.dbgap.acronyms import (
     Described,
     defined_acronyms,
     study_acronyms,
 )
-from metabundle.search.services.dbgap_studies import content_terms
+from metabundle.search.services.dbgap.studies import content_terms
 
 
 def terms(text: str) -> tuple[str, ...]:

@@ -29,8 +29,8 @@ from metabundle.mcp.resources import IDC_GUIDE_URI
 from metabundle.mcp.server import build_server
 from metabundle.schemas.idc_indices import INDEX_TABLES, unshipped_indices
 from metabundle.search.release import Release
-from metabundle.search.services.idc_filters import compile_filters
-from metabundle.search.services.idc_manifest import manifest_lines, scope
+from metabundle.search.services.idc.filters import compile_filters
+from metabundle.search.services.idc.manifest import manifest_lines, scope
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli

@@ -23,7 +23,7 @@ from mcp.server.mcpserver import MCPServer
 
 from metabundle.mcp.server import build_server
 from metabundle.search.release import Release
-from metabundle.search.services.idc_urls import LARGE_BYTES, MAX_PAGE, MAX_SERIES
+from metabundle.search.services.idc.urls import LARGE_BYTES, MAX_PAGE, MAX_SERIES
 from metabundle.search.tools import all_tools, call_tool
 from tests.support.evaluation import (
     calibration_set,

@@ -32,7 +32,7 @@ import pytest
 
 from metabundle.index.tokenizer import tokenize
 from metabundle.search.release import Release
-from metabundle.search.services.omop_concepts import ATHENA_TERMS
+from metabundle.search.services.omop.concepts import ATHENA_TERMS
 from metabundle.search.tools import call_tool
 from tests.support.evaluation import calibration_set, load_eval
 

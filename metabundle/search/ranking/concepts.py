@@ -1,4 +1,4 @@
-"""The scores of OMOP concept matching (:mod:`metabundle.search.services.omop_match`):
+"""The scores of OMOP concept matching (:mod:`metabundle.search.services.omop.match`):
 BM25 normalised by the query's ideal score, and the partial-match score."""
 
 from __future__ import annotations

@@ -1,25 +1,19 @@
-"""Per-source services: each module registers its tools with :mod:`..tools`.
+"""The search services: one package per tool group, each registering its tools with
+:func:`metabundle.search.registry.tool`.
 
-``common`` holds the release-wide tools (release info, tables, guarded SQL, the
-cross-source search); each source adds a module with its contract's tools.
+``release`` holds the release-wide tools (release info, tables, guarded SQL, the
+cross-source search); each source's package (``dbgap``, ``ukb``, ``aou``, ``omop``,
+``idc``) holds its contract's tools: tool modules (parameters in, a response model
+out), ``queries.py`` (SQL over the release) and ``models.py`` (the pydantic response
+models of its payloads).
 """
 
-# Importing a module registers its tools.
-from metabundle.search.services import (  # noqa: F401
-    aou,
-    common,
-    dbgap,
-    dbgap_across,
-    dbgap_variable,
-    idc,
-    idc_citations,
-    idc_clinical,
-    idc_cohort,
-    idc_indices,
-    idc_urls,
-    omop,
-    omop_concept_set,
-    omop_crosswalk,
-    omop_graph,
-    ukb,
-)
+# Importing a package registers its tools; this order is the order of tools/list.
+# isort: off
+from metabundle.search.services import aou  # noqa: F401
+from metabundle.search.services import release  # noqa: F401
+from metabundle.search.services import dbgap  # noqa: F401
+from metabundle.search.services import idc  # noqa: F401
+from metabundle.search.services import omop  # noqa: F401
+from metabundle.search.services import ukb  # noqa: F401
+# isort: on

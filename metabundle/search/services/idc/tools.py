@@ -18,13 +18,13 @@ from metabundle.schemas import quote_identifier
 from metabundle.schemas.idc import IDC_SERIES
 from metabundle.search.errors import not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.payload import search_result, to_payload
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import IDC_SEARCH
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, mask_from_sql
-from metabundle.search.services.common import result_item
-from metabundle.search.services.idc_common import (
+from metabundle.search.services.idc.common import (
     GROUP,
     PORTAL_URL,
     SIZE_BYTES_SQL,
@@ -38,14 +38,14 @@ from metabundle.search.services.idc_common import (
     source_entry,
     split_list,
 )
-from metabundle.search.services.idc_filters import (
+from metabundle.search.services.idc.filters import (
     ANALYSIS_NOTE,
     BODY_PART_NOTE,
     Attribute,
     Filters,
     resolve_attribute,
 )
-from metabundle.search.services.idc_indices import attribute_entry, attribute_values
+from metabundle.search.services.idc.indices import attribute_entry, attribute_values
 
 Text = Annotated[str, StringConstraints(max_length=200)]
 MAX_OFFSET = 1_000_000_000
@@ -518,7 +518,7 @@ def search_idc(release: Release, params: SearchIdcParams) -> dict[str, Any]:
     results = []
     for position, hit in enumerate(hits, start=1):
         row = rows[hit.docno]
-        item = result_item(position, row, hit.scores())
+        item = to_payload(search_result(position, row, hit.scores()))
         item.update(details.get(row["entity_id"], {}))
         results.append(item)
     return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}

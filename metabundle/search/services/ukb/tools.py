@@ -30,7 +30,7 @@ from metabundle.search.ranking.policies import UKB_FIELDS
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, documents, mask_from_sql, normalize_identifier
-from metabundle.search.services.omop_crosswalk import linked_concepts
+from metabundle.search.services.omop.crosswalk import linked_concepts
 
 GROUP = "ukb"
 SHOWCASE = "https://biobank.ndph.ox.ac.uk/ukb/"

@@ -18,8 +18,8 @@ from metabundle.search.coverage import missing
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop import GROUP, ConceptId
-from metabundle.search.services.omop_concepts import athena_url, concept_item, concepts_by_id
+from metabundle.search.services.omop.concepts import athena_url, concept_item, concepts_by_id
+from metabundle.search.services.omop.tools import GROUP, ConceptId
 
 TABLE = "concept_crosswalk"
 LINK_COLUMNS = (

@@ -18,8 +18,8 @@ from metabundle.schemas import duckdb_type
 from metabundle.search.params import Params
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc_common import GROUP, require_idc
-from metabundle.search.services.idc_filters import (
+from metabundle.search.services.idc.common import GROUP, require_idc
+from metabundle.search.services.idc.filters import (
     BODY_PART_NOTE,
     INDEX_NOTE,
     REFERENCE_COLUMNS,

@@ -19,8 +19,8 @@ from typing import Any
 
 from metabundle.search.errors import invalid
 from metabundle.search.release import Release
-from metabundle.search.services.idc_common import SIZE_BYTES_SQL, size_block
-from metabundle.search.services.idc_filters import Selection
+from metabundle.search.services.idc.common import SIZE_BYTES_SQL, size_block
+from metabundle.search.services.idc.filters import Selection
 
 BATCH_ROWS = 1_000
 AWS_ENDPOINT = "https://s3.amazonaws.com"

@@ -46,7 +46,7 @@ from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import OMOP_EMBEDDING
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Retrieval
-from metabundle.search.services.omop_concepts import (
+from metabundle.search.services.omop.concepts import (
     CONCEPT_COLUMNS,
     ConceptFilter,
     concept_doc_mask,

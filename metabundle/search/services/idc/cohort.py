@@ -15,8 +15,7 @@ from pydantic import Field
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc import Offset
-from metabundle.search.services.idc_common import (
+from metabundle.search.services.idc.common import (
     GROUP,
     SIZE_BYTES_SQL,
     human_size,
@@ -26,13 +25,14 @@ from metabundle.search.services.idc_common import (
     series_counts,
     size_block,
 )
-from metabundle.search.services.idc_filters import (
+from metabundle.search.services.idc.filters import (
     Filters,
     Selection,
     compile_filters,
     require_filters,
 )
-from metabundle.search.services.idc_manifest import download_block
+from metabundle.search.services.idc.manifest import download_block
+from metabundle.search.services.idc.tools import Offset
 
 DEFAULT_PAGE = 10
 MAX_PAGE = 100

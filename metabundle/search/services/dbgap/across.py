@@ -27,8 +27,8 @@ from metabundle.search.ranking.policies import DBGAP_VARIABLES
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import MAX_POOL, Hit, documents, mask_from_sql
-from metabundle.search.services.dbgap_catalog import result_items
-from metabundle.search.services.dbgap_studies import (
+from metabundle.search.services.dbgap.catalog import result_items
+from metabundle.search.services.dbgap.studies import (
     ACCESSION_RE,
     StudyIndex,
     StudyVersion,

@@ -25,20 +25,20 @@ from metabundle.search.errors import invalid
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc import Text, resolve_collection
-from metabundle.search.services.idc_common import (
+from metabundle.search.services.idc.common import (
     GROUP,
     clean_citation,
     doi_sources,
     license_entry,
     require_idc,
 )
-from metabundle.search.services.idc_filters import (
+from metabundle.search.services.idc.filters import (
     Filters,
     Selection,
     compile_filters,
     require_filters,
 )
+from metabundle.search.services.idc.tools import Text, resolve_collection
 
 CitationFormat = Literal["apa", "bibtex", "csl-json", "turtle"]
 _YEAR = re.compile(r"\((\d{4})\)")

@@ -27,7 +27,7 @@ from metabundle.search.coverage import NOT_IN_RELEASE, NOT_LISTED
 from metabundle.search.errors import ToolError, invalid, not_found
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, keyword_candidates, mask_from_sql
-from metabundle.search.services.dbgap_acronyms import Described, study_acronyms
+from metabundle.search.services.dbgap.acronyms import Described, study_acronyms
 
 VERSIONED_RE = re.compile(r"phs\d{6,}\.v\d+\.p\d+")
 ACCESSION_RE = re.compile(r"(phs\d{6,})(?:\.v(\d+)(?:\.p(\d+))?)?")

@@ -17,8 +17,8 @@ from metabundle.search.jsonsafe import to_json_value
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.dbgap_catalog import rank_in_study, result_items, variable_stats
-from metabundle.search.services.dbgap_studies import (
+from metabundle.search.services.dbgap.catalog import rank_in_study, result_items, variable_stats
+from metabundle.search.services.dbgap.studies import (
     StudyVersion,
     relation,
     resolve,

@@ -26,12 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop import GROUP
-from metabundle.search.services.omop_concepts import (
+from metabundle.search.services.omop.concepts import (
     MAX_CONCEPT_ID,
     concept_item,
     concepts_by_id,
 )
+from metabundle.search.services.omop.tools import GROUP
 
 MAX_ITEMS = 1000
 #: Concept ids listed at most (``count`` is always complete).

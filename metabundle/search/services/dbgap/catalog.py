@@ -20,7 +20,7 @@ from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import DBGAP_DOCUMENTS, DBGAP_VARIABLES
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, Retrieval, documents, mask_from_sql
-from metabundle.search.services.dbgap_studies import study_index
+from metabundle.search.services.dbgap.studies import study_index
 
 DESCRIPTION_CHARS = 200
 MAX_CONSENT_GROUPS = 12

@@ -22,21 +22,20 @@ from metabundle.search.jsonsafe import check_size
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import call_tool, tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc import Offset
-from metabundle.search.services.idc_common import (
+from metabundle.search.services.idc.common import (
     GROUP,
     human_size,
     page_block,
     require_idc,
     series_bytes,
 )
-from metabundle.search.services.idc_filters import (
+from metabundle.search.services.idc.filters import (
     Filters,
     Selection,
     compile_filters,
     require_filters,
 )
-from metabundle.search.services.idc_manifest import (
+from metabundle.search.services.idc.manifest import (
     ENDPOINTS,
     download_block,
     file_url,
@@ -47,6 +46,7 @@ from metabundle.search.services.idc_manifest import (
     scope_counts,
     series_prefix,
 )
+from metabundle.search.services.idc.tools import Offset
 
 MAX_SERIES = 500_000
 """The largest selection get_cohort_urls pages through (its manifest is streamed)."""

@@ -19,9 +19,9 @@ from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc import Offset, Text, resolve_collection
-from metabundle.search.services.idc_common import GROUP, page_block, require_idc
-from metabundle.search.services.idc_filters import Filters, compile_filters
+from metabundle.search.services.idc.common import GROUP, page_block, require_idc
+from metabundle.search.services.idc.filters import Filters, compile_filters
+from metabundle.search.services.idc.tools import Offset, Text, resolve_collection
 
 MAX_COLUMNS = 20
 TOP_VALUES = 10

@@ -23,9 +23,9 @@ from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit
-from metabundle.search.services.aou_identifiers import resolve_identifier
-from metabundle.search.services.aou_ranking import ITEM_COLUMNS, AouFilters, rank_items
-from metabundle.search.services.omop_crosswalk import linked_concepts
+from metabundle.search.services.aou.identifiers import resolve_identifier
+from metabundle.search.services.aou.ranking import ITEM_COLUMNS, AouFilters, rank_items
+from metabundle.search.services.omop.crosswalk import linked_concepts
 
 GROUP = "aou"
 MAX_LIMIT = 20

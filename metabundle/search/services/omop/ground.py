@@ -38,7 +38,7 @@ from typing import Any
 
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
 from metabundle.search.release import Release
-from metabundle.search.services.omop_concepts import (
+from metabundle.search.services.omop.concepts import (
     SELF,
     ConceptFilter,
     athena_url,
@@ -46,7 +46,7 @@ from metabundle.search.services.omop_concepts import (
     descending_from,
     to_standard,
 )
-from metabundle.search.services.omop_match import (
+from metabundle.search.services.omop.match import (
     Match,
     embedding_matches,
     exact_matches,

@@ -35,8 +35,7 @@ from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, invalid
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop import GROUP, ConceptId, MapParams, concepts_with_code
-from metabundle.search.services.omop_concepts import (
+from metabundle.search.services.omop.concepts import (
     CONCEPT_COLUMNS,
     MAPS_TO,
     SELF,
@@ -50,6 +49,7 @@ from metabundle.search.services.omop_concepts import (
     lookup_table,
     standard_targets,
 )
+from metabundle.search.services.omop.tools import GROUP, ConceptId, MapParams, concepts_with_code
 
 #: Concepts visited per side before ``concept_path`` gives up (reported).
 MAX_PATH_NODES = 200_000

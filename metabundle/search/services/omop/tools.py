@@ -28,7 +28,7 @@ from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_foun
 from metabundle.search.params import Params, Query, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop_concepts import (
+from metabundle.search.services.omop.concepts import (
     CONCEPT_COLUMNS,
     MAX_CONCEPT_ID,
     ConceptFilter,
@@ -41,8 +41,8 @@ from metabundle.search.services.omop_concepts import (
     known_hierarchy_ids,
     to_standard,
 )
-from metabundle.search.services.omop_ground import GroundRequest, ground
-from metabundle.search.services.omop_match import (
+from metabundle.search.services.omop.ground import GroundRequest, ground
+from metabundle.search.services.omop.match import (
     Match,
     embedding_matches,
     exact_matches,

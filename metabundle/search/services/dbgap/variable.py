@@ -19,8 +19,8 @@ from metabundle.search.jsonsafe import to_json_value
 from metabundle.search.params import Params
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.dbgap_catalog import variable_stats
-from metabundle.search.services.dbgap_studies import study_index
+from metabundle.search.services.dbgap.catalog import variable_stats
+from metabundle.search.services.dbgap.studies import study_index
 
 MAX_VALUES = 100
 VARIABLE_ID_RE = re.compile(r"(?:phs\d{6}\.v\d+\.p\d+/)?phv\d{8}(?:\.v\d+(?:\.p\d+)?)?")

@@ -12,14 +12,21 @@ from metabundle.schemas import Target, duckdb_type, get_table
 from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.payload import Retrieval, search_result
 from metabundle.search.ranking.merge import MERGE, rank_all
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import mask_from_sql
+from metabundle.search.services.release.models import (
+    ReleaseInfo,
+    SearchAllAnswer,
+    SqlResult,
+    TableList,
+    TableSchema,
+)
 from metabundle.search.sql_guard import DEFAULT_MAX_ROWS, MAX_ROWS
 from metabundle.search.sql_pool import run_sql
 
-SNIPPET_CHARS = 200
 GROUP = "release"
 
 
@@ -32,30 +39,33 @@ class NoParams(Params):
     "Call this first: release version, sources, counts and coverage; cite the version.",
     NoParams,
     GROUP,
+    response=ReleaseInfo,
     guide=(
         "Call this first: the release version, its sources with upstream versions, row "
         "counts and coverage, and the embedding model. Cite the version with any answer. "
         "When coverage.complete is false, say that an entity missing here may still exist upstream."
     ),
 )
-def get_release_info(release: Release, params: NoParams) -> dict[str, Any]:
+def get_release_info(release: Release, params: NoParams) -> ReleaseInfo:
     manifest = release.manifest
-    return {
-        "version": release.version,
-        "created_at": manifest["created_at"],
-        "sources": {
-            name: {
-                "title": entry["title"],
-                "upstream": entry["upstream_url"],
-                "upstream_version": entry.get("upstream_version"),
-                "fetched_at": entry.get("fetched_at"),
-                "tables": entry["tables"],
-            }
-            for name, entry in sorted(manifest["sources"].items())
-        },
-        "search": release.search_info,
-        "coverage": manifest.get("coverage"),
-    }
+    return ReleaseInfo.model_validate(
+        {
+            "version": release.version,
+            "created_at": manifest["created_at"],
+            "sources": {
+                name: {
+                    "title": entry["title"],
+                    "upstream": entry["upstream_url"],
+                    "upstream_version": entry.get("upstream_version"),
+                    "fetched_at": entry.get("fetched_at"),
+                    "tables": entry["tables"],
+                }
+                for name, entry in sorted(manifest["sources"].items())
+            },
+            "search": release.search_info,
+            "coverage": manifest.get("coverage"),
+        }
+    )
 
 
 def _release_tables(release: Release) -> dict[str, dict[str, Any]]:
@@ -71,12 +81,13 @@ def _release_tables(release: Release) -> dict[str, dict[str, Any]]:
     "Call before writing SQL for run_sql: every table with source, rows and description.",
     NoParams,
     GROUP,
+    response=TableList,
     guide=(
         "List every table with its source, row count and description. Call it before "
         "writing SQL for run_sql, or when a property is missing from a tool's answer."
     ),
 )
-def list_tables(release: Release, params: NoParams) -> dict[str, Any]:
+def list_tables(release: Release, params: NoParams) -> TableList:
     tables = [
         {
             "name": name,
@@ -86,7 +97,7 @@ def list_tables(release: Release, params: NoParams) -> dict[str, Any]:
         }
         for name, entry in _release_tables(release).items()
     ]
-    return {"tables": tables}
+    return TableList.model_validate({"tables": tables})
 
 
 class TableParams(Params):
@@ -98,12 +109,13 @@ class TableParams(Params):
     "Call before run_sql to get one table's real column names and types.",
     TableParams,
     GROUP,
+    response=TableSchema,
     guide=(
         "Get one table's columns (type, nullability, description, primary key). Call it "
         "before run_sql so queries use real column names."
     ),
 )
-def get_table_schema(release: Release, params: TableParams) -> dict[str, Any]:
+def get_table_schema(release: Release, params: TableParams) -> TableSchema:
     tables = _release_tables(release)
     if params.table not in tables:
         suggestions = difflib.get_close_matches(params.table, list(tables), n=5)
@@ -111,23 +123,25 @@ def get_table_schema(release: Release, params: TableParams) -> dict[str, Any]:
             f"There is no table {params.table!r}; call list_tables.", suggestions=suggestions
         )
     table = get_table(params.table)
-    return {
-        "table": table.name,
-        "source": table.source,
-        "description": table.description,
-        "rows": tables[table.name]["rows"],
-        "primary_key": list(table.primary_key),
-        "url_column": table.url_column,
-        "columns": [
-            {
-                "name": c.name,
-                "type": duckdb_type(c, table),
-                "nullable": c.nullable,
-                "description": c.description,
-            }
-            for c in table.columns
-        ],
-    }
+    return TableSchema.model_validate(
+        {
+            "table": table.name,
+            "source": table.source,
+            "description": table.description,
+            "rows": tables[table.name]["rows"],
+            "primary_key": list(table.primary_key),
+            "url_column": table.url_column,
+            "columns": [
+                {
+                    "name": c.name,
+                    "type": duckdb_type(c, table),
+                    "nullable": c.nullable,
+                    "description": c.description,
+                }
+                for c in table.columns
+            ],
+        }
+    )
 
 
 class SqlParams(Params):
@@ -145,6 +159,7 @@ class SqlParams(Params):
     "Use when curated tools cannot answer: one read-only DuckDB SELECT (get_table_schema first).",
     SqlParams,
     GROUP,
+    response=SqlResult,
     guide=(
         "Run one read-only DuckDB SELECT over the release when the curated tools cannot "
         "answer. Call list_tables and get_table_schema first. "
@@ -152,32 +167,11 @@ class SqlParams(Params):
         " are capped (truncated tells you) and slow queries are stopped."
     ),
 )
-def run_sql_tool(release: Release, params: SqlParams) -> dict[str, Any]:
-    return run_sql(release.sql_workers, params.sql, params.max_rows)
+def run_sql_tool(release: Release, params: SqlParams) -> SqlResult:
+    return SqlResult.model_validate(run_sql(release.sql_workers, params.sql, params.max_rows))
 
 
 # -- cross-source search ----------------------------------------------------------------
-
-
-def result_item(position: int, row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
-    """A search result in the shape every search tool shares."""
-    body = row.get("body") or ""
-    snippet = body if len(body) <= SNIPPET_CHARS else body[: SNIPPET_CHARS - 1] + "…"
-    item: dict[str, Any] = {
-        "rank": position,
-        "source": row["source"],
-        "kind": row["kind"],
-        "id": row["entity_id"],
-        "doc_id": row["doc_id"],
-        "title": row["title"],
-        "snippet": snippet,
-        "canonical_url": row["canonical_url"],
-    }
-    for key in ("parent_id", "study_id", "domain", "vocabulary", "variable_type", "role"):
-        if row.get(key) is not None:
-            item[key] = row[key]
-    item["scores"] = scores
-    return item
 
 
 class SearchAllParams(Params):
@@ -200,6 +194,7 @@ class SearchAllParams(Params):
     "Call when you do not know which source (dbGaP, UKB, All of Us, OMOP, IDC) measures something.",
     SearchAllParams,
     GROUP,
+    response=SearchAllAnswer,
     guide=(
         "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, IDC) for one "
         "ranked list, each item labelled with its source and kind. Call it when you do "
@@ -207,7 +202,7 @@ class SearchAllParams(Params):
         "Then use the source's own tools for details. Exact identifiers and aliases rank first."
     ),
 )
-def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
+def search_all(release: Release, params: SearchAllParams) -> SearchAllAnswer:
     available = sorted(release.manifest["sources"])
     unknown = [s for s in params.sources or [] if s not in available]
     if unknown:
@@ -226,13 +221,13 @@ def search_all(release: Release, params: SearchAllParams) -> dict[str, Any]:
     )
     results = []
     for position, hit in enumerate(merged.hits, start=1):
-        item = result_item(position, merged.rows[hit.docno], hit.scores())
+        item = search_result(position, merged.rows[hit.docno], hit.scores())
         if merged.collapsed.get(hit.docno):
-            item["versions_collapsed"] = merged.collapsed[hit.docno]
+            item.versions_collapsed = merged.collapsed[hit.docno]
         results.append(item)
-    return {
-        "query": params.query,
-        "retrieval": {**merged.retrieval.to_json(), "merge": MERGE},
-        "results": results,
-        "versions_collapsed": sum(merged.collapsed.get(h.docno, 0) for h in merged.hits),
-    }
+    return SearchAllAnswer(
+        query=params.query,
+        retrieval=Retrieval.model_validate({**merged.retrieval.to_json(), "merge": MERGE}),
+        results=results,
+        versions_collapsed=sum(merged.collapsed.get(h.docno, 0) for h in merged.hits),
+    )
