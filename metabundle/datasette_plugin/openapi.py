@@ -1,9 +1,11 @@
 """The OpenAPI 3.1 description of ``/-/api``, generated from the tool registry.
 
 Each tool becomes one path with a GET operation (its parameters as query parameters)
-and a POST operation (a JSON body with the parameters model's schema). Schemas come
-from the pydantic models, with their ``$defs`` hoisted into ``components/schemas``;
-two different models under one name are refused rather than silently merged.
+and a POST operation (a JSON body with the parameters model's schema); its 200
+response is its response model (:mod:`metabundle.search.payload`) plus the keys every
+answer may carry (``data_notice``, ``size_cap``). Schemas come from the pydantic
+models, with their ``$defs`` hoisted into ``components/schemas``; two different models
+under one name are refused rather than silently merged.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from metabundle import __version__
+from metabundle.search.budget import SIZE_CAP_KEY
 from metabundle.search.errors import HTTP_STATUS
 from metabundle.search.params import parameters_schema
 from metabundle.search.tools import UNTRUSTED_NOTICE, ToolSpec
@@ -34,20 +37,38 @@ ERROR_SCHEMA: dict[str, Any] = {
         }
     },
 }
-PAYLOAD_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "The tool's payload, exactly as the search core returns it.",
-    "properties": {"data_notice": {"type": "string", "const": UNTRUSTED_NOTICE}},
+ENVELOPE_PROPERTIES: dict[str, Any] = {
+    "data_notice": {"type": "string", "const": UNTRUSTED_NOTICE},
+    SIZE_CAP_KEY: {
+        "type": "object",
+        "description": "Present when the answer was cut to the payload cap: which list, "
+        "its total, how many were returned and the offset of the rest.",
+    },
 }
 
 
-def _model_schema(model: type[BaseModel], shared: dict[str, Any]) -> dict[str, Any]:
-    """The JSON schema of ``model`` with its definitions moved into ``shared``."""
-    schema = parameters_schema(model, REF_TEMPLATE)
+def _hoisted(schema: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its definitions moved into ``shared``."""
     for name, definition in schema.pop("$defs", {}).items():
         if shared.setdefault(name, definition) != definition:
-            raise ValueError(f"two different parameter models are both named {name}")
+            raise ValueError(f"two different models are both named {name}")
     return schema
+
+
+def _model_schema(model: type[BaseModel], shared: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema of parameters model ``model``, its definitions in ``shared``."""
+    return _hoisted(parameters_schema(model, REF_TEMPLATE), shared)
+
+
+def _response_ref(spec: ToolSpec, shared: dict[str, Any]) -> dict[str, Any]:
+    """A reference to the schema of ``spec``'s payload, added to ``shared``."""
+    model = spec.response
+    schema = model.model_json_schema(ref_template=REF_TEMPLATE, mode="serialization")
+    schema = _hoisted(schema, shared)
+    schema["properties"] = {**schema["properties"], **ENVELOPE_PROPERTIES}
+    schema["required"] = [*schema.get("required", []), "data_notice"]
+    _hoisted({"$defs": {model.__name__: schema}}, shared)
+    return {"$ref": REF_TEMPLATE.format(model=model.__name__)}
 
 
 def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[str, Any]:
@@ -70,13 +91,11 @@ def _query_parameter(name: str, schema: dict[str, Any], required: bool) -> dict[
     return parameter
 
 
-def _responses() -> dict[str, Any]:
+def _responses(payload: dict[str, Any]) -> dict[str, Any]:
     responses: dict[str, Any] = {
         "200": {
             "description": "The tool's payload.",
-            "content": {
-                "application/json": {"schema": {"$ref": REF_TEMPLATE.format(model="Payload")}}
-            },
+            "content": {"application/json": {"schema": payload}},
         }
     }
     by_status: dict[int, list[str]] = {}
@@ -94,6 +113,7 @@ def _responses() -> dict[str, Any]:
 
 def _path_item(spec: ToolSpec, shared: dict[str, Any]) -> dict[str, Any]:
     schema = _model_schema(spec.params, shared)
+    payload = _response_ref(spec, shared)
     required = set(schema.get("required", []))
     summary = spec.description.split(". ")[0].rstrip(".")
     common = {"tags": [spec.group], "summary": summary, "description": spec.full_description}
@@ -105,7 +125,7 @@ def _path_item(spec: ToolSpec, shared: dict[str, Any]) -> dict[str, Any]:
                 _query_parameter(name, property_schema, name in required)
                 for name, property_schema in schema.get("properties", {}).items()
             ],
-            "responses": _responses(),
+            "responses": _responses(payload),
         },
         "post": {
             **common,
@@ -114,14 +134,14 @@ def _path_item(spec: ToolSpec, shared: dict[str, Any]) -> dict[str, Any]:
                 "required": bool(required),
                 "content": {"application/json": {"schema": schema}},
             },
-            "responses": _responses(),
+            "responses": _responses(payload),
         },
     }
 
 
 def openapi_document(specs: list[ToolSpec], api_path: str, release_version: str) -> dict[str, Any]:
     """The OpenAPI document of every tool in ``specs``, served under ``api_path``."""
-    shared: dict[str, Any] = {"Error": ERROR_SCHEMA, "Payload": PAYLOAD_SCHEMA}
+    shared: dict[str, Any] = {"Error": ERROR_SCHEMA}
     paths = {f"{api_path}/{spec.name}": _path_item(spec, shared) for spec in specs}
     return {
         "openapi": OPENAPI_VERSION,

@@ -134,14 +134,18 @@ def table_metadata(table: Table, source: Mapping[str, Any], fts_tables: set[str]
 def _source_terms(
     name: str, manifest: Mapping[str, Any], terms: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Source ``name``'s template entry, with its title (and upstream version) and
-    home page."""
+    """Source ``name``'s terms and entry-page texts: its descriptor's (with its title,
+    upstream version and home page), or the template's for the release's own tables."""
     entry = dict(terms.get(name) or {})
     spec = DESCRIPTORS.get(name)
     if spec is not None:
         upstream = (manifest.get("sources") or {}).get(name, {}).get("upstream_version")
-        entry.setdefault("source", f"{spec.title} ({upstream})" if upstream else spec.title)
-        entry.setdefault("source_url", spec.homepage)
+        entry = {
+            **spec.entry_texts(),
+            "source": f"{spec.title} ({upstream})" if upstream else spec.title,
+            "source_url": spec.homepage,
+            **entry,
+        }
     return entry
 
 
@@ -156,6 +160,9 @@ def render_metadata(
         "version": manifest["version"],
         "created_at": manifest["created_at"],
         "coverage_html": coverage_html(manifest.get("coverage")),
+        "sources": ", ".join(
+            spec.title for name, spec in DESCRIPTORS.items() if name in manifest.get("sources", {})
+        ),
     }
     template = _substitute(dict(template), facts)
     terms = template.get("sources") or {}

@@ -14,10 +14,36 @@ that did not ask it (an offline mirror build) leaves them null and says why in
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import SourceDescriptor, register_source
 
-SOURCE = "aou"
+AOU = register_source(
+    SourceDescriptor(
+        name="aou",
+        title="All of Us Research Program public Data Browser",
+        homepage="https://databrowser.researchallofus.org/",
+        order=3,
+        license="All of Us public Data Browser terms",
+        license_url="https://databrowser.researchallofus.org/",
+        about=(
+            "The All of Us Research Program's public Data Browser catalogue: survey "
+            "modules, questions and answers, physical measurements and EHR concepts, with "
+            "their OMOP concept ids."
+        ),
+        citation=(
+            'The All of Us Research Program Investigators. The "All of Us" Research '
+            "Program. N Engl J Med. 2019;381:668-676."
+        ),
+        main_tables=("aou_item", "aou_item_edge", "aou_item_identifier"),
+        examples=("how often do you drink alcohol", "height", "type 2 diabetes"),
+        folded_kinds=MappingProxyType({"answer": "question"}),
+    )
+)
+
+SOURCE = AOU.name
 
 S, I32, I64, B, SL = (
     ColumnType.STRING,

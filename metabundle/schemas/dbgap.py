@@ -10,8 +10,39 @@ from __future__ import annotations
 
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import SourceDescriptor, register_source
 
-SOURCE = "dbgap"
+DBGAP = register_source(
+    SourceDescriptor(
+        name="dbgap",
+        title="dbGaP (database of Genotypes and Phenotypes)",
+        homepage="https://www.ncbi.nlm.nih.gov/gap/",
+        order=1,
+        license="NCBI website and data usage policies",
+        license_url="https://www.ncbi.nlm.nih.gov/home/about/policies/",
+        about=(
+            "The database of Genotypes and Phenotypes (NCBI): studies, their phenotype "
+            "datasets and variables, with coded values and the summary statistics of the "
+            "variable reports. Individual-level data need controlled access; this is the "
+            "public study metadata."
+        ),
+        citation=(
+            "Tryka KA, Hao L, Sturcke A, et al. NCBI's Database of Genotypes and "
+            "Phenotypes: dbGaP. Nucleic Acids Res. 2014;42(D1):D975-D979."
+        ),
+        main_tables=(
+            "dbgap_study",
+            "dbgap_dataset",
+            "dbgap_variable",
+            "dbgap_variable_value",
+            "dbgap_variable_stat",
+        ),
+        examples=("systolic blood pressure", "smoking status", "phs000286"),
+        charts="dbgap",
+    )
+)
+
+SOURCE = DBGAP.name
 
 S, I32, I64, F64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT64
 B, D, J, SL = ColumnType.BOOL, ColumnType.DATE, ColumnType.JSON, ColumnType.STRING_LIST

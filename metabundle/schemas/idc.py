@@ -13,8 +13,35 @@ import idc_index_data
 
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import SourceDescriptor, register_source
 
-SOURCE = "idc"
+IDC = register_source(
+    SourceDescriptor(
+        name="idc",
+        title="NCI Imaging Data Commons",
+        homepage="https://portal.imaging.datacommons.cancer.gov/",
+        order=5,
+        license=(
+            "Per collection and series (columns licenses and license_short_name; mostly CC BY)"
+        ),
+        license_url="https://portal.imaging.datacommons.cancer.gov/",
+        about=(
+            "NCI Imaging Data Commons: public cancer imaging collections and their DICOM "
+            "series (modality, body part, size, licence, cloud location), and analysis "
+            "results derived from them."
+        ),
+        citation=(
+            "Fedorov A, Longabaugh WJR, Pot D, et al. National Cancer Institute Imaging "
+            "Data Commons: toward transparency, reproducibility, and scalability in "
+            "imaging artificial intelligence. RadioGraphics. 2023;43(12):e230180."
+        ),
+        main_tables=("idc_collection", "idc_series", "idc_analysis_result"),
+        examples=("lung CT", "breast MRI", "prostate"),
+        charts="idc",
+    )
+)
+
+SOURCE = IDC.name
 
 _BIGQUERY_TYPES: dict[str, ColumnType] = {
     "STRING": ColumnType.STRING,

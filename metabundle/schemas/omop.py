@@ -16,8 +16,42 @@ from __future__ import annotations
 
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table, Target
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import SourceDescriptor, register_source
 
-SOURCE = "omop"
+OMOP = register_source(
+    SourceDescriptor(
+        name="omop",
+        title="OMOP standardized vocabularies",
+        homepage="https://athena.ohdsi.org/",
+        order=4,
+        license=(
+            "OHDSI Athena vocabulary terms (licensed vocabularies such as CPT4 need their "
+            "own licence)"
+        ),
+        license_url="https://athena.ohdsi.org/",
+        about=(
+            "The OMOP standardized vocabularies (OHDSI Athena): concepts of SNOMED, "
+            'ICD-10, LOINC, RxNorm and others, with synonyms, relationships ("Maps to", '
+            '"Is a") and the ancestor hierarchy.'
+        ),
+        citation=(
+            "Reich C, Ostropolets A, Ryan P, et al. OHDSI Standardized Vocabularies: a "
+            "large-scale centralized reference ontology for international data "
+            "harmonization. J Am Med Inform Assoc. 2024;31(3):583-590."
+        ),
+        main_tables=(
+            "omop_concept",
+            "omop_concept_relationship",
+            "omop_concept_ancestor",
+            "omop_concept_synonym",
+            "omop_vocabulary",
+        ),
+        examples=("myocardial infarction", "hemoglobin A1c", "metformin"),
+        charts="omop",
+    )
+)
+
+SOURCE = OMOP.name
 
 S, I32, I64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64
 F64, D = ColumnType.FLOAT64, ColumnType.DATE

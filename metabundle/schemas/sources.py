@@ -1,7 +1,13 @@
-"""What each source is, declared once: its name, title, homepage and how its search
-documents nest. The build (:mod:`metabundle.sources`, whose ``SourceSpec`` adds the
-fetch and parse steps) and the serving side (the search core, Datasette's metadata)
-read these descriptors, so serving needs none of the build's modules."""
+"""What each source is, declared once in its own schema module: its name, title,
+homepage, terms, citation, entry-page texts and how its search documents nest.
+
+Each source's schema module (``schemas/<source>.py``) declares a
+:class:`SourceDescriptor` and registers it with :func:`register_source`, beside its
+tables. The build (:mod:`metabundle.sources`, whose ``SourceSpec`` adds the fetch and
+parse steps), the serving side (the search core, the tool registry) and the Datasette
+metadata read :data:`DESCRIPTORS`, so no list of source names is written anywhere
+else and serving needs none of the build's modules.
+"""
 
 from __future__ import annotations
 
@@ -14,36 +20,57 @@ from types import MappingProxyType
 class SourceDescriptor:
     """A source as readers of a release know it.
 
-    ``folded_kinds`` maps a kind of search document to the kind of its parent when, in
-    a list that spans sources, a hit of the child is better shown as its parent (a
-    survey answer "Yes" says nothing without its question).
+    ``order`` places the source in every list of sources (the build's default order,
+    the tool list). ``license``, ``license_url``, ``about``, ``citation``,
+    ``main_tables``, ``examples`` and ``charts`` (a datasette-dashboards slug) are the
+    texts of its Datasette entry page and of its tables' terms. ``folded_kinds`` maps a
+    kind of search document to the kind of its parent when, in a list that spans
+    sources, a hit of the child is better shown as its parent (a survey answer "Yes"
+    says nothing without its question).
     """
 
     name: str
     title: str
     homepage: str
+    order: int
+    license: str
+    license_url: str
+    about: str
+    citation: str
+    main_tables: tuple[str, ...]
+    examples: tuple[str, ...]
+    charts: str | None = None
     folded_kinds: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
+    def entry_texts(self) -> dict[str, object]:
+        """The texts of the source's Datasette entry page and table terms."""
+        texts: dict[str, object] = {
+            "license": self.license,
+            "license_url": self.license_url,
+            "about": self.about,
+            "main_tables": list(self.main_tables),
+            "examples": list(self.examples),
+            "citation": self.citation,
+        }
+        if self.charts:
+            texts["charts"] = self.charts
+        return texts
 
-DBGAP = SourceDescriptor(
-    "dbgap", "dbGaP (database of Genotypes and Phenotypes)", "https://www.ncbi.nlm.nih.gov/gap/"
-)
-UKB = SourceDescriptor("ukb", "UK Biobank Showcase", "https://biobank.ndph.ox.ac.uk/ukb/")
-AOU = SourceDescriptor(
-    "aou",
-    "All of Us Research Program public Data Browser",
-    "https://databrowser.researchallofus.org/",
-    MappingProxyType({"answer": "question"}),
-)
-OMOP = SourceDescriptor("omop", "OMOP standardized vocabularies", "https://athena.ohdsi.org/")
-IDC = SourceDescriptor(
-    "idc", "NCI Imaging Data Commons", "https://portal.imaging.datacommons.cancer.gov/"
-)
 
-DESCRIPTORS: Mapping[str, SourceDescriptor] = MappingProxyType(
-    {d.name: d for d in (DBGAP, UKB, AOU, OMOP, IDC)}
-)
-"""Every source by name, in the build's registry order."""
+_REGISTERED: dict[str, SourceDescriptor] = {}
+
+DESCRIPTORS: Mapping[str, SourceDescriptor] = MappingProxyType(_REGISTERED)
+"""Every source by name, in ``order``."""
+
+
+def register_source(descriptor: SourceDescriptor) -> SourceDescriptor:
+    """Add ``descriptor`` to :data:`DESCRIPTORS` (kept in ``order``)."""
+    if descriptor.name in _REGISTERED:
+        raise ValueError(f"source {descriptor.name} is declared twice")
+    ordered = sorted([*_REGISTERED.values(), descriptor], key=lambda d: (d.order, d.name))
+    _REGISTERED.clear()
+    _REGISTERED.update((d.name, d) for d in ordered)
+    return descriptor
 
 
 def describe(name: str) -> SourceDescriptor:

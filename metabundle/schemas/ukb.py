@@ -12,8 +12,39 @@ from __future__ import annotations
 
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
+from metabundle.schemas.sources import SourceDescriptor, register_source
 
-SOURCE = "ukb"
+UKB = register_source(
+    SourceDescriptor(
+        name="ukb",
+        title="UK Biobank Showcase",
+        homepage="https://biobank.ndph.ox.ac.uk/ukb/",
+        order=2,
+        license="UK Biobank Showcase terms (public schema and coding files)",
+        license_url="https://biobank.ndph.ox.ac.uk/ukb/",
+        about=(
+            "The UK Biobank Showcase schema: data-fields with their value types, "
+            "instances, arrays and participant counts, the category tree, and the codings "
+            "(data dictionaries) with their values."
+        ),
+        citation=(
+            "Sudlow C, Gallacher J, Allen N, et al. UK Biobank: an open access resource "
+            "for identifying the causes of a wide range of complex diseases of middle and "
+            "old age. PLoS Med. 2015;12(3):e1001779."
+        ),
+        main_tables=(
+            "ukb_field",
+            "ukb_category",
+            "ukb_encoding",
+            "ukb_encoding_value",
+            "ukb_field_alias",
+        ),
+        examples=("body mass index", "alcohol intake frequency", "21001"),
+        charts="ukb",
+    )
+)
+
+SOURCE = UKB.name
 
 S, I32, I64, F64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT64
 B, D = ColumnType.BOOL, ColumnType.DATE

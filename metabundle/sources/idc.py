@@ -19,8 +19,8 @@ import idc_index_data
 
 from metabundle.db import connect
 from metabundle.digest import sha256_file
+from metabundle.schemas.idc import IDC
 from metabundle.schemas.idc_indices import INDEX_TABLES
-from metabundle.schemas.sources import IDC
 from metabundle.sources.base import (
     HOUR_S,
     CoverageContext,

@@ -1,13 +1,24 @@
-"""The list of sources a build can select, in dependency order."""
+"""The sources a build can select: for every source declared in
+:data:`metabundle.schemas.sources.DESCRIPTORS`, the ``SOURCE`` spec of the module or
+package of the same name under :mod:`metabundle.sources`, in the descriptors' order;
+and their dependency order."""
 
 from __future__ import annotations
 
-from metabundle.sources import aou, dbgap, idc, omop, ukb
+import importlib
+
+from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.sources.base import SourceSpec
 
-SOURCES: dict[str, SourceSpec] = {
-    spec.name: spec for spec in (dbgap.SOURCE, ukb.SOURCE, aou.SOURCE, omop.SOURCE, idc.SOURCE)
-}
+
+def _spec_of(name: str) -> SourceSpec:
+    spec = getattr(importlib.import_module(f"metabundle.sources.{name}"), "SOURCE", None)
+    if not isinstance(spec, SourceSpec) or spec.name != name:
+        raise RuntimeError(f"metabundle.sources.{name} declares no SOURCE for source {name}")
+    return spec
+
+
+SOURCES: dict[str, SourceSpec] = {name: _spec_of(name) for name in DESCRIPTORS}
 
 
 def source_names() -> tuple[str, ...]:

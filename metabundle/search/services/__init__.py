@@ -8,12 +8,9 @@ out), ``queries.py`` (SQL over the release) and ``models.py`` (the pydantic resp
 models of its payloads).
 """
 
-# Importing a package registers its tools; this order is the order of tools/list.
-# isort: off
-from metabundle.search.services import aou  # noqa: F401
-from metabundle.search.services import release  # noqa: F401
-from metabundle.search.services import dbgap  # noqa: F401
-from metabundle.search.services import idc  # noqa: F401
-from metabundle.search.services import omop  # noqa: F401
-from metabundle.search.services import ukb  # noqa: F401
-# isort: on
+import importlib
+import pkgutil
+
+# Importing a package registers its tools (the registry orders them by group).
+for _package in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    importlib.import_module(f"{__name__}.{_package.name}")

@@ -10,7 +10,7 @@ declared in :mod:`metabundle.schemas.aou`, :mod:`.docs` yields the search docume
 
 from __future__ import annotations
 
-from metabundle.schemas.sources import AOU
+from metabundle.schemas.aou import AOU
 from metabundle.sources.aou.coverage import coverage
 from metabundle.sources.aou.docs import search_docs
 from metabundle.sources.aou.fetch import REPOSITORY_RAW, fetch

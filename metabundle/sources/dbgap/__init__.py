@@ -10,7 +10,7 @@ Modules: :mod:`.fetch` (selection, discovery through directory listings, downloa
 
 from __future__ import annotations
 
-from metabundle.schemas.sources import DBGAP
+from metabundle.schemas.dbgap import DBGAP
 from metabundle.sources.base import HOUR_S, SourceSpec, UpstreamProbe
 from metabundle.sources.dbgap.accessions import FTP_STUDIES
 from metabundle.sources.dbgap.coverage import coverage

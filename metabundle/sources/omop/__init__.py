@@ -30,8 +30,7 @@ Modules: :mod:`.exports` (fetch: which exports), :mod:`.athena` (reading one fil
 
 from __future__ import annotations
 
-from metabundle.schemas.omop import LOOKUP_COPIES
-from metabundle.schemas.sources import OMOP
+from metabundle.schemas.omop import LOOKUP_COPIES, OMOP
 from metabundle.sources.base import FetchContext, RawSnapshot, SourceSpec
 from metabundle.sources.omop.athena import TABLE_FILES
 from metabundle.sources.omop.coverage import ATHENA_EXPORT, PUBLIC_SUBSETS, coverage

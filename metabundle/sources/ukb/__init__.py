@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from metabundle.schemas.sources import UKB
+from metabundle.schemas.ukb import UKB
 from metabundle.sources.base import HOUR_S, ParseContext, SourceSpec, UpstreamProbe
 from metabundle.sources.ukb.categories import SchemaTitle, build_tree, category_table
 from metabundle.sources.ukb.codings import (
