@@ -17,6 +17,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
+from metabundle.schemas.omop import CONCEPT_DOC_COLUMNS
 from metabundle.schemas.registry import register
 from metabundle.schemas.sources import SourceDescriptor, register_source
 
@@ -39,6 +40,17 @@ AOU = register_source(
         ),
         main_tables=("aou_item", "aou_item_edge", "aou_item_identifier"),
         examples=("how often do you drink alcohol", "height", "type 2 diabetes"),
+        search_columns=(
+            *CONCEPT_DOC_COLUMNS,
+            Column(
+                "variable_type",
+                ColumnType.STRING,
+                "All of Us variable type: ehr, survey, physical_measurement or fitbit.",
+            ),
+            Column(
+                "role", ColumnType.STRING, "All of Us EHR role: standard, source or classification."
+            ),
+        ),
         folded_kinds=MappingProxyType({"answer": "question"}),
     )
 )

@@ -39,6 +39,13 @@ DBGAP = register_source(
         ),
         examples=("systolic blood pressure", "smoking status", "phs000286"),
         charts="dbgap",
+        search_columns=(
+            Column(
+                "study_id",
+                ColumnType.STRING,
+                "dbGaP versioned study accession the entity belongs to.",
+            ),
+        ),
     )
 )
 

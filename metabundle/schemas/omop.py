@@ -18,6 +18,20 @@ from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table, Targ
 from metabundle.schemas.registry import register
 from metabundle.schemas.sources import SourceDescriptor, register_source
 
+CONCEPT_DOC_COLUMNS = (
+    Column("domain", ColumnType.STRING, "OMOP or All of Us domain of the entity, if any."),
+    Column("vocabulary", ColumnType.STRING, "Vocabulary of a concept-like entity, if any."),
+    Column("concept_class", ColumnType.STRING, "OMOP concept class, if any."),
+    Column(
+        "standard_concept",
+        ColumnType.STRING,
+        "OMOP standard flag: S (standard), C (classification) or null.",
+    ),
+    Column("is_valid", ColumnType.BOOL, "False when the entity is retired or invalid upstream."),
+)
+"""The search_doc filter columns of concept-like documents (OMOP concepts, All of Us
+items, which carry OMOP concepts)."""
+
 OMOP = register_source(
     SourceDescriptor(
         name="omop",
@@ -48,6 +62,7 @@ OMOP = register_source(
         ),
         examples=("myocardial infarction", "hemoglobin A1c", "metformin"),
         charts="omop",
+        search_columns=CONCEPT_DOC_COLUMNS,
     )
 )
 

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 from metabundle.schemas.model import Column, ColumnType, Table, Target
 from metabundle.schemas.registry import register
-from metabundle.schemas.sources import source_list
+from metabundle.schemas.sources import DESCRIPTORS, source_list
 
 S, I32, I64, F64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT64
 B, SL, V = ColumnType.BOOL, ColumnType.STRING_LIST, ColumnType.VECTOR
 
 COLUMNAR = frozenset({Target.DUCKDB, Target.PARQUET})
+
+
+def source_search_columns() -> tuple[Column, ...]:
+    """The filter columns the sources' search documents add (each source's
+    ``search_columns``, in source order, a shared column once)."""
+    columns: dict[str, Column] = {}
+    for descriptor in DESCRIPTORS.values():
+        for column in descriptor.search_columns:
+            if columns.setdefault(column.name, column) != column:
+                raise ValueError(f"search_doc column {column.name} is declared twice, differently")
+    return tuple(columns.values())
+
 
 SEARCH_DOC = Table(
     name="search_doc",
@@ -46,20 +58,7 @@ SEARCH_DOC = Table(
             "Identifier of the parent entity (dataset of a variable, "
             "category of a field, question of an answer), if any.",
         ),
-        Column("study_id", S, "dbGaP versioned study accession the entity belongs to."),
-        Column("domain", S, "OMOP or All of Us domain of the entity, if any."),
-        Column("vocabulary", S, "Vocabulary of a concept-like entity, if any."),
-        Column("concept_class", S, "OMOP concept class, if any."),
-        Column(
-            "standard_concept", S, "OMOP standard flag: S (standard), C (classification) or null."
-        ),
-        Column("is_valid", B, "False when the entity is retired or invalid upstream."),
-        Column(
-            "variable_type",
-            S,
-            "All of Us variable type: ehr, survey, physical_measurement or fitbit.",
-        ),
-        Column("role", S, "All of Us EHR role: standard, source or classification."),
+        *source_search_columns(),
         Column(
             "identifiers",
             SL,

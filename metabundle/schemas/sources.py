@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from metabundle.schemas.model import Column
+
 
 @dataclass(frozen=True)
 class SourceDescriptor:
@@ -23,7 +25,9 @@ class SourceDescriptor:
     ``order`` places the source in every list of sources (the build's default order,
     the tool list). ``license``, ``license_url``, ``about``, ``citation``,
     ``main_tables``, ``examples`` and ``charts`` (a datasette-dashboards slug) are the
-    texts of its Datasette entry page and of its tables' terms. ``folded_kinds`` maps a
+    texts of its Datasette entry page and of its tables' terms. ``search_columns`` are
+    the filter columns its search documents add to ``search_doc`` (two sources may
+    share one, declared once). ``folded_kinds`` maps a
     kind of search document to the kind of its parent when, in a list that spans
     sources, a hit of the child is better shown as its parent (a survey answer "Yes"
     says nothing without its question).
@@ -40,6 +44,7 @@ class SourceDescriptor:
     main_tables: tuple[str, ...]
     examples: tuple[str, ...]
     charts: str | None = None
+    search_columns: tuple[Column, ...] = ()
     folded_kinds: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def entry_texts(self) -> dict[str, object]:
