@@ -19,7 +19,8 @@ import pytest
 
 from metabundle.search.ranking.policies import AOU_CATALOG
 from metabundle.search.release import Release
-from metabundle.search.services.aou.tools import LIST_CAP, MAX_LIMIT
+from metabundle.search.services.aou.queries import LIST_CAP
+from metabundle.search.services.aou.tools import MAX_LIMIT
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli

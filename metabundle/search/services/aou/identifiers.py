@@ -4,40 +4,24 @@ concept code, a survey question code, ``vocabulary:code`` or an alias
 
 One identifier can name several items (a shared answer concept such as "Skip" names
 hundreds); the item chosen is the first by kind (a question or EHR concept before
-navigation items, answers last), and the others are listed as alternatives.
+navigation items, answers last: :data:`.queries.KIND_ORDER`), and the others are listed
+as alternatives.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from metabundle.search.errors import not_found
 from metabundle.search.release import Release
+from metabundle.search.services.aou.models import IdentifierResolution, ItemAlternative
+from metabundle.search.services.aou.queries import identifier_matches
 
 MAX_ALTERNATIVES = 10
-KIND_ORDER = (
-    "question",
-    "ehr_concept",
-    "physical_measurement",
-    "survey_topic",
-    "survey_module",
-    "domain",
-    "answer",
-)
-MATCHES_SQL = f"""
-SELECT a.result_id, a.kind, a.title, any_value(i.identifier_kind) AS identifier_kind
-FROM aou_item_identifier i JOIN aou_item a USING (result_id)
-WHERE i.normalized = ?
-GROUP BY a.result_id, a.kind, a.title
-ORDER BY coalesce(list_position({list(KIND_ORDER)!r}, a.kind), 99), a.result_id
-"""
 
 
-def resolve_identifier(release: Release, identifier: str) -> tuple[str, dict[str, Any]]:
+def resolve_identifier(release: Release, identifier: str) -> tuple[str, IdentifierResolution]:
     """The result id of the item ``identifier`` names and how it was resolved;
     ``not_found`` when no item has that identifier."""
-    text = identifier.strip().lower()
-    rows = release.query_dicts(MATCHES_SQL, [text])
+    rows = identifier_matches(release, identifier.strip().lower())
     if not rows:
         raise not_found(
             f"No All of Us item in release {release.version} has the result id, concept "
@@ -45,12 +29,13 @@ def resolve_identifier(release: Release, identifier: str) -> tuple[str, dict[str
             "search_aou_catalog to find one."
         )
     others = rows[1:]
-    return rows[0]["result_id"], {
-        "identifier": identifier.strip(),
-        "matched_by": rows[0]["identifier_kind"],
-        "items_matched": len(rows),
-        "alternatives": [
-            {k: row[k] for k in ("result_id", "kind", "title")} for row in others[:MAX_ALTERNATIVES]
+    return rows[0]["result_id"], IdentifierResolution(
+        identifier=identifier.strip(),
+        matched_by=rows[0]["identifier_kind"],
+        items_matched=len(rows),
+        alternatives=[
+            ItemAlternative(result_id=row["result_id"], kind=row["kind"], title=row["title"])
+            for row in others[:MAX_ALTERNATIVES]
         ],
-        "alternatives_truncated": len(others) > MAX_ALTERNATIVES,
-    }
+        alternatives_truncated=len(others) > MAX_ALTERNATIVES,
+    )

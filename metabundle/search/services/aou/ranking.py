@@ -1,9 +1,9 @@
-"""All of Us search: the catalogue filters, the ``aou_item`` rows of ranked documents,
-and :func:`rank_items`, which ranks through the pipeline with the ``aou_catalog``
-policy of :mod:`metabundle.search.ranking.policies` (exact identifiers first by role,
-BM25 and a title-similarity fallback fused by reciprocal rank for keyword, BM25, cosine
-and the title match weighted for hybrid, answers folded into their questions, intent
-signals, at most two results per title and domain).
+"""All of Us search: the catalogue filters and :func:`rank_items`, which ranks through
+the pipeline with the ``aou_catalog`` policy of :mod:`metabundle.search.ranking.policies`
+(exact identifiers first by role, BM25 and a title-similarity fallback fused by
+reciprocal rank for keyword, BM25, cosine and the title match weighted for hybrid,
+answers folded into their questions, intent signals, at most two results per title and
+domain).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import AOU_CATALOG
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, Retrieval, mask_from_sql
-
-SOURCE = "aou"
+from metabundle.search.services.aou.models import SearchFilters
+from metabundle.search.services.aou.queries import SOURCE, item_rows
 
 
 @dataclass(frozen=True)
@@ -42,41 +42,11 @@ class AouFilters:
                 params.append(value)
         return " AND ".join(clauses), params
 
-    def describe(self) -> dict[str, str]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-
-# -- item rows --------------------------------------------------------------------------
-
-ITEM_COLUMNS = (
-    "result_id",
-    "kind",
-    "search_role",
-    "is_variable",
-    "variable_type",
-    "title",
-    "subtitle",
-    "domain",
-    "vocabulary",
-    "concept_id",
-    "concept_code",
-    "ehr_role",
-    "canonical_url",
-)
-
-
-def item_rows(release: Release, docnos: list[int]) -> dict[int, dict[str, Any]]:
-    """The ``aou_item`` rows of ``docnos`` (search documents), keyed by docno."""
-    if not docnos:
-        return {}
-    columns = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
-    rows = release.query_dicts(
-        f"SELECT d.docno, {columns} FROM search_doc d "
-        f"JOIN aou_item i ON i.result_id = d.entity_id "
-        f"WHERE d.source = ? AND d.docno IN (SELECT unnest(?::INTEGER[]))",
-        [SOURCE, list(docnos)],
-    )
-    return {int(row.pop("docno")): row for row in rows}
+    def describe(self) -> SearchFilters:
+        """The filters given, as answers show them."""
+        return SearchFilters.model_validate(
+            {k: v for k, v in self.__dict__.items() if v is not None}
+        )
 
 
 def rank_items(

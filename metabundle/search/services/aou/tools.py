@@ -3,9 +3,10 @@
 They follow the All of Us part of the QueryGaP retrieval contract: search the public
 Data Browser catalogue (``aou_item`` and its search documents), then fetch one item by
 its opaque ``result_id`` for identifiers, links, answer choices, scale membership and
-concept relationships. Ranking goes through :mod:`.aou_ranking`. Navigation (modules,
-topics, domains) and support (answers) hits carry ``is_variable: false`` and must not
-be described as variables. Every list of an item is capped and carries its total.
+concept relationships. Ranking goes through :mod:`.ranking`, SQL through :mod:`.queries`.
+Navigation (modules, topics, domains) and support (answers) hits carry
+``is_variable: false`` and must not be described as variables. Every list of an item is
+capped (:data:`.queries.LIST_CAP`) and carries its total.
 
 The contract gives no limit range for All of Us search; ``limit`` is clamped to
 1..20 so that a page of items with subtitles and scores stays small.
@@ -20,16 +21,28 @@ from pydantic import Field
 
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.payload import Retrieval
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit
+from metabundle.search.services.aou import queries
 from metabundle.search.services.aou.identifiers import resolve_identifier
-from metabundle.search.services.aou.ranking import ITEM_COLUMNS, AouFilters, rank_items
+from metabundle.search.services.aou.models import (
+    CappedList,
+    CatalogResult,
+    CatalogScores,
+    CatalogSearchAnswer,
+    IdentifierResolution,
+    ItemAnswer,
+    ItemRef,
+    Membership,
+    Relationship,
+)
+from metabundle.search.services.aou.ranking import AouFilters, rank_items
 from metabundle.search.services.omop.crosswalk import linked_concepts
 
 GROUP = "aou"
 MAX_LIMIT = 20
-LIST_CAP = 50
 RESULT_PREFIX = "aou.doc."
 RESULT_ID = re.compile(r"aou\.doc\.[0-9a-f]{24}")
 EHR_FILTERS = ("ehr_domain", "ehr_role", "ehr_vocabulary")
@@ -88,13 +101,7 @@ def _canonical(release: Release, column: str, name: str, value: str | None) -> s
     """``value`` spelt as the release spells it among EHR items, or ``invalid_request``."""
     if value is None:
         return None
-    known = [
-        row[0]
-        for row in release.query(
-            f"SELECT DISTINCT {column} FROM aou_item "
-            f"WHERE variable_type = 'ehr' AND kind = 'ehr_concept' ORDER BY 1"
-        )
-    ]
+    known = queries.ehr_values(release, column)
     for candidate in known:
         if candidate.lower() == value.strip().lower():
             return candidate
@@ -115,14 +122,16 @@ def _filters(release: Release, params: SearchAouParams) -> AouFilters:
     )
 
 
-def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
-    fields = {name: row[name] for name in ITEM_COLUMNS}
+def _result(position: int, hit: Hit, row: dict[str, Any]) -> CatalogResult:
+    """The hit at rank ``position`` with its item's :data:`.queries.ITEM_COLUMNS`."""
     signals = hit.breakdown()
-    scores = {
-        **hit.scores(),
-        **{name: signals[name] for name in ("title_similarity", "via_answers", "intent")},
-    }
-    return {"rank": position, **fields, "scores": scores}
+    scores = CatalogScores.model_validate(
+        {
+            **hit.scores(),
+            **{name: signals[name] for name in ("title_similarity", "via_answers", "intent")},
+        }
+    )
+    return CatalogResult.model_validate({"rank": position, **row, "scores": scores})
 
 
 @tool(
@@ -130,6 +139,7 @@ def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
     "Call for any All of Us question: searches the Data Browser catalogue; then get_aou_item.",
     SearchAouParams,
     GROUP,
+    response=CatalogSearchAnswer,
     guide=(
         "Search the All of Us Data Browser catalogue: survey questions and answers, "
         "modules, physical measurements and EHR concepts. Call it for any All of Us "
@@ -143,7 +153,7 @@ def _result(position: int, hit: Hit, row: dict[str, Any]) -> dict[str, Any]:
         "Condition), ehr_role and ehr_vocabulary (e.g. LOINC) need variable_type=ehr."
     ),
 )
-def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, Any]:
+def search_aou_catalog(release: Release, params: SearchAouParams) -> CatalogSearchAnswer:
     filters = _filters(release, params)
     hits, rows, retrieval = rank_items(
         release,
@@ -153,127 +163,58 @@ def search_aou_catalog(release: Release, params: SearchAouParams) -> dict[str, A
         limit=params.limit,
         explain=params.explain,
     )
-    results = [_result(i, h, rows[h.docno]) for i, h in enumerate(hits, start=1)]
-    return {
-        "query": params.query,
-        "filters": filters.describe(),
-        "retrieval": retrieval.to_json(),
-        "results": results,
-        "coverage_notice": COVERAGE_NOTICE,
-    }
+    return CatalogSearchAnswer(
+        query=params.query,
+        filters=filters.describe(),
+        retrieval=Retrieval.model_validate(retrieval.to_json()),
+        results=[_result(i, h, rows[h.docno]) for i, h in enumerate(hits, start=1)],
+        coverage_notice=COVERAGE_NOTICE,
+    )
 
 
 # -- one item ---------------------------------------------------------------------------
 
-ITEM_FIELDS = (
-    "result_id, kind, search_role, is_variable, variable_type, variable_class, title, "
-    "subtitle, description, domain, vocabulary, concept_id, concept_code, standard_concept, "
-    "ehr_role, concept_class, survey_name, topic, question_paths, question_path_text, "
-    "answer_value, select_all, position, child_count, participant_count, count_status, "
-    "count_source, canonical_url, parent_result_id, survey_concept_id"
-)
 
-
-def _capped(release: Release, sql: str, params: list[Any], order_by: str) -> dict[str, Any]:
-    """``{"total", "items"}``: the first :data:`LIST_CAP` rows of ``sql`` in ``order_by``
-    order, and how many rows there are in all."""
-    rows = release.query_dicts(
-        f"SELECT *, count(*) OVER () AS total_rows FROM ({sql}) "
-        f"ORDER BY {order_by} LIMIT {LIST_CAP}",
-        params,
-    )
-    total = int(rows[0]["total_rows"]) if rows else 0
-    for row in rows:
-        del row["total_rows"]
-    return {"total": total, "items": rows}
-
-
-MEMBERSHIP = """
-SELECT 'parent' AS role, result_id, kind, title, is_variable FROM aou_item
-WHERE result_id = $2
-UNION ALL
-SELECT 'module', result_id, kind, title, is_variable FROM aou_item
-WHERE kind = 'survey_module' AND concept_id = $3 AND result_id <> $1
-UNION ALL
-SELECT 'topic', result_id, kind, title, is_variable FROM aou_item
-WHERE result_id = (SELECT min(from_result_id) FROM aou_item_edge
-                   WHERE edge_kind = 'topic_has_question' AND to_result_id = $1)
-"""
-
-
-def _membership(release: Release, item: dict[str, Any]) -> dict[str, Any]:
+def _membership(release: Release, item: dict[str, Any]) -> Membership:
     """Where the item sits: its parent, survey module and survey topic (or null)."""
-    rows = release.query_dicts(
-        MEMBERSHIP,
-        [item["result_id"], item["parent_result_id"], item["survey_concept_id"]],
-    )
-    found = {row.pop("role"): row for row in rows}
-    return {role: found.get(role) for role in ("parent", "module", "topic")}
+    found = queries.membership(release, item)
+    roles = ("parent", "module", "topic")
+    return Membership.model_validate({role: found.get(role) for role in roles})
 
 
-ANSWERS = """
-SELECT a.result_id, a.title, a.concept_id, a.answer_value, a.select_all, e.position
-FROM aou_item_edge e JOIN aou_item a ON a.result_id = e.to_result_id
-WHERE e.from_result_id = $1 AND e.edge_kind = 'has_answer'
-"""
-
-MEMBERS = """
-SELECT result_id, kind, title, is_variable, position FROM aou_item
-WHERE parent_result_id = $1 AND kind <> 'answer'
-UNION
-SELECT i.result_id, i.kind, i.title, i.is_variable, i.position
-FROM aou_item_edge e JOIN aou_item i ON i.result_id = e.to_result_id
-WHERE e.from_result_id = $1 AND e.edge_kind = 'topic_has_question'
-"""
-
-RELATIONSHIPS = """
-SELECT r.edge_kind, r.direction, r.qualifier, r.position,
-       o.result_id, o.kind, o.title, o.is_variable,
-       v.result_id AS via_result_id, v.kind AS via_kind, v.title AS via_title,
-       v.is_variable AS via_is_variable
-FROM (SELECT *, 'outgoing' AS direction, to_result_id AS other FROM aou_item_edge
-      WHERE from_result_id = $1
-      UNION ALL
-      SELECT *, 'incoming', from_result_id FROM aou_item_edge WHERE to_result_id = $1) r
-JOIN aou_item o ON o.result_id = r.other
-LEFT JOIN aou_item v ON v.result_id = r.via_result_id
-WHERE r.edge_kind NOT IN ('has_answer', 'topic_has_question')
-"""
-BY_POSITION = "position NULLS LAST, title, result_id"
-
-
-def _relationships(release: Release, result_id: str) -> dict[str, Any]:
-    """Edges other than answers and topic membership, both ways, with the item at the
-    other end and the answer they go through (``via``)."""
-    capped = _capped(
-        release,
-        RELATIONSHIPS,
-        [result_id],
-        "edge_kind, direction DESC, position NULLS LAST, title, result_id",
-    )
-    capped["items"] = [_relationship(row) for row in capped["items"]]
-    return capped
-
-
-def _relationship(row: dict[str, Any]) -> dict[str, Any]:
+def _relationship(row: dict[str, Any]) -> Relationship:
     via = None
     if row["via_result_id"] is not None:
-        via = {
-            "result_id": row["via_result_id"],
-            "kind": row["via_kind"],
-            "title": row["via_title"],
-            "is_variable": row["via_is_variable"],
-        }
-    return {
-        "edge_kind": row["edge_kind"],
-        "direction": row["direction"],
-        "qualifier": row["qualifier"] or None,
-        "item": {k: row[k] for k in ("result_id", "kind", "title", "is_variable")},
-        "via": via,
-    }
+        via = ItemRef(
+            result_id=row["via_result_id"],
+            kind=row["via_kind"],
+            title=row["via_title"],
+            is_variable=row["via_is_variable"],
+        )
+    return Relationship(
+        edge_kind=row["edge_kind"],
+        direction=row["direction"],
+        qualifier=row["qualifier"] or None,
+        item=ItemRef(
+            result_id=row["result_id"],
+            kind=row["kind"],
+            title=row["title"],
+            is_variable=row["is_variable"],
+        ),
+        via=via,
+    )
 
 
-def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _relationships(release: Release, result_id: str) -> CappedList[Relationship]:
+    """Edges other than answers and topic membership, both ways, with the item at the
+    other end and the answer they go through (``via``)."""
+    capped = queries.relationships(release, result_id)
+    return CappedList[Relationship](
+        total=capped["total"], items=[_relationship(row) for row in capped["items"]]
+    )
+
+
+def _item(release: Release, result_id: str) -> tuple[dict[str, Any], IdentifierResolution | None]:
     """The item ``result_id`` names (an opaque result id, or an identifier
     :func:`resolve_identifier` resolves) and the resolution block, if one was needed."""
     text = result_id.strip().lower()
@@ -286,13 +227,13 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
         )
     if not RESULT_ID.fullmatch(text):
         text, resolution = resolve_identifier(release, result_id)
-    rows = release.query_dicts(f"SELECT {ITEM_FIELDS} FROM aou_item WHERE result_id = ?", [text])
-    if not rows:
+    row = queries.item(release, text)
+    if row is None:
         raise not_found(
             f"There is no All of Us item {text} in release {release.version}; "
             "call search_aou_catalog to find one."
         )
-    return rows[0], resolution
+    return row, resolution
 
 
 @tool(
@@ -300,6 +241,7 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
     "Call before citing an All of Us item (a search_aou_catalog result_id or a code).",
     GetAouItemParams,
     GROUP,
+    response=ItemAnswer,
     guide=(
         "Get one All of Us item (by the result_id search_aou_catalog returned, or an OMOP"
         " concept id, concept code or question code) with its codes, links, answer "
@@ -314,31 +256,21 @@ def _item(release: Release, result_id: str) -> tuple[dict[str, Any], dict[str, A
         "question code, or vocabulary:code."
     ),
 )
-def get_aou_item(release: Release, params: GetAouItemParams) -> dict[str, Any]:
+def get_aou_item(release: Release, params: GetAouItemParams) -> ItemAnswer:
     item, resolution = _item(release, params.result_id)
     result_id = item["result_id"]
     payload: dict[str, Any] = {
-        **({"resolution": resolution} if resolution else {}),
+        **({"resolution": resolution} if resolution is not None else {}),
         "item": {k: v for k, v in item.items() if k not in ("parent_result_id",)},
         "membership": _membership(release, item),
-        "identifiers": _capped(
-            release,
-            "SELECT identifier, identifier_kind FROM aou_item_identifier WHERE result_id = ?",
-            [result_id],
-            "identifier_kind, identifier",
-        ),
-        "links": _capped(
-            release,
-            "SELECT link_kind, url FROM aou_item_link WHERE result_id = ?",
-            [result_id],
-            "link_kind, url",
-        ),
+        "identifiers": queries.identifiers(release, result_id),
+        "links": queries.links(release, result_id),
     }
     if item["kind"] == "question":
-        payload["answers"] = _capped(release, ANSWERS, [result_id], BY_POSITION)
+        payload["answers"] = queries.answers(release, result_id)
     if item["search_role"] == "navigation":
-        payload["members"] = _capped(release, MEMBERS, [result_id], BY_POSITION)
+        payload["members"] = queries.members(release, result_id)
     payload["relationships"] = _relationships(release, result_id)
     payload["linked_concepts"] = linked_concepts(release, "aou", result_id)
     payload["coverage_notice"] = COVERAGE_NOTICE
-    return payload
+    return ItemAnswer.model_validate(payload)
