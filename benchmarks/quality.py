@@ -431,10 +431,10 @@ def scope_of(release: Release, source: str, target: Target) -> Scope:
     from metabundle.search.services.aou.ranking import AouFilters
     from metabundle.search.services.dbgap import catalog as dbgap_catalog
     from metabundle.search.services.omop.concepts import concept_doc_mask
-    from metabundle.search.services.ukb import tools as ukb
+    from metabundle.search.services.ukb.queries import field_mask
 
     if source == "ukb":
-        return Scope(ukb.field_mask(release))
+        return Scope(field_mask(release))
     if source == "dbgap":
         kind = target.kind or "variable"
         mask = dbgap_catalog.scope_mask(release, kind, target.study_id or "")

@@ -16,7 +16,7 @@ import pytest
 from benchmarks.quality import recall, reciprocal_rank
 from metabundle.search.ranking.policies import UKB_FIELDS
 from metabundle.search.release import Release
-from metabundle.search.services.ukb.tools import SHOWCASE
+from metabundle.search.services.ukb.showcase import SHOWCASE
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli

@@ -10,102 +10,53 @@ and alias boosts, Showcase priors); ``explain=true`` adds its score formula to t
 ``21001-0.0``, ``p21001_i0``, ``f21001``) and the field's title in the retired data
 dictionary; case and spacing are ignored.
 
-Only Showcase URLs (``https://biobank.ndph.ox.ac.uk/ukb/``) are emitted.
+Only Showcase URLs (:mod:`.showcase`) are emitted; the blocks of a field's answer are
+built in :mod:`.field`, the SQL is in :mod:`.queries`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
-import numpy as np
 from pydantic import Field, StringConstraints
 
-from metabundle.schemas.ukb_aliases import FORMS_BY_KIND, parse_alias
+from metabundle.schemas.ukb_aliases import parse_alias
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.jsonsafe import without_nulls
 from metabundle.search.params import Explain, Method, Params, Query, clamp
+from metabundle.search.payload import Retrieval
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import UKB_FIELDS
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.retrieval import Hit, documents, mask_from_sql, normalize_identifier
+from metabundle.search.retrieval import Hit, documents, normalize_identifier
 from metabundle.search.services.omop.crosswalk import linked_concepts
+from metabundle.search.services.ukb import queries
+from metabundle.search.services.ukb.field import (
+    alias_summary,
+    category_block,
+    encoding_block,
+    instances_block,
+    linked_fields,
+    properties,
+)
+from metabundle.search.services.ukb.models import (
+    AliasResolution,
+    FieldAnswer,
+    FieldRecord,
+    FieldResult,
+    FieldScores,
+    FieldSearchAnswer,
+    LinkedConcept,
+    MatchedAlias,
+)
+from metabundle.search.services.ukb.showcase import field_url, showcase_url
 
 GROUP = "ukb"
-SHOWCASE = "https://biobank.ndph.ox.ac.uk/ukb/"
-FIELD_DOCS = "source = 'ukb' AND kind = 'field'"
 SEARCH_NOTES_CHARS = 160
 DEFAULT_VALUES = 50
 MAX_VALUES = 200
-MAX_TOP_LEVEL = 30
-ALIAS_EXAMPLES = 8
-INSTANCE_COLUMNS = 3
 SUGGESTIONS = 5
-MAX_FIELD_ID = 2**31 - 1
-"""The largest id ``ukb_field.field_id`` (INTEGER) can hold; no field has a larger one."""
-
-# Showcase links in notes: ~F123~ links a field (the plain text is made at build time).
-MARKUP = re.compile(r"~([A-Za-z])([^~]*)~")
-
-# -- helpers --------------------------------------------------------------------------
-
-
-def showcase_url(url: str | None) -> str | None:
-    """``url`` when it is a Showcase page, else None (only Showcase URLs are emitted)."""
-    return url if url and url.startswith(SHOWCASE) else None
-
-
-def field_url(field_id: int) -> str:
-    return f"{SHOWCASE}field.cgi?id={field_id}"
-
-
-def truncate(text: str | None, limit: int) -> tuple[str | None, bool]:
-    if text is None or len(text) <= limit:
-        return text, False
-    return text[: limit - 1] + "…", True
-
-
-def coded(code: int | None, label: str | None) -> dict[str, Any]:
-    return {"code": code, "label": label}
-
-
-def field_mask(release: Release) -> np.ndarray:
-    """The UK Biobank field documents (applied before any candidate limit)."""
-    return mask_from_sql(release, FIELD_DOCS, [])
-
-
-def fields_by_id(release: Release, field_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """``ukb_field`` rows of ``field_ids`` with their main category's Showcase page (an id
-    outside the INTEGER range names no field and never reaches SQL)."""
-    field_ids = [f for f in field_ids if 0 <= f <= MAX_FIELD_ID]
-    if not field_ids:
-        return {}
-    rows = release.query_dicts(
-        "SELECT f.*, c.canonical_url AS category_url FROM ukb_field AS f "
-        "LEFT JOIN ukb_category AS c ON c.category_id = f.main_category "
-        "WHERE f.field_id IN (SELECT unnest(?::INTEGER[]))",
-        [field_ids],
-    )
-    return {int(row["field_id"]): row for row in rows}
-
-
-def matched_aliases(release: Release, query: str, field_ids: list[int]) -> dict[int, dict]:
-    """The stored alias of each field that equals ``query`` (case and spacing ignored)."""
-    if not field_ids:
-        return {}
-    rows = release.query(
-        "SELECT field_id, alias, alias_kind FROM ukb_field_alias "
-        "WHERE field_id IN (SELECT unnest(?::INTEGER[])) "
-        "AND lower(regexp_replace(trim(alias), '\\s+', ' ', 'g')) = ? "
-        "ORDER BY field_id, alias_kind = 'field_id' DESC, alias",
-        [field_ids, normalize_identifier(query)],
-    )
-    found: dict[int, dict[str, Any]] = {}
-    for field_id, alias, kind in rows:
-        found.setdefault(int(field_id), {"alias": alias, "alias_kind": kind})
-    return found
-
 
 # -- search ---------------------------------------------------------------------------
 
@@ -117,7 +68,13 @@ class SearchUkbFieldsParams(Params):
     explain: Explain = False
 
 
-def hit_scores(hit: Hit) -> dict[str, Any]:
+def truncate(text: str | None, limit: int) -> tuple[str | None, bool]:
+    if text is None or len(text) <= limit:
+        return text, False
+    return text[: limit - 1] + "…", True
+
+
+def hit_scores(hit: Hit) -> FieldScores:
     """The hit's score breakdown as UK Biobank answers show it: ``keyword`` is BM25 over
     the query's best BM25 among fields (in hybrid: over its ideal BM25, see
     :class:`~metabundle.search.ranking.policies.Fusion`), ``keyword_bm25`` the BM25
@@ -136,35 +93,38 @@ def hit_scores(hit: Hit) -> dict[str, Any]:
     }
     if hit.prior:
         scores["prior"] = hit.prior
-    return scores
+    return FieldScores.model_validate(without_nulls(scores))
 
 
-def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
-    """One search hit; null fields (a field without a coding has no encoding fields)
-    are left out."""
+def search_item(position: int, row: dict[str, Any], scores: FieldScores) -> FieldResult:
+    """The hit at rank ``position``; null fields (a field without a coding has no
+    encoding fields) are left out."""
     notes, cut = truncate(row["notes_text"], SEARCH_NOTES_CHARS)
     encoded = bool(row["encoding_id"])
-    return without_nulls(
-        {
-            "source": "ukb",
-            "kind": "field",
-            "id": int(row["field_id"]),
-            "title": row["title"],
-            "notes": notes,
-            "notes_truncated": cut,
-            "units": row["units"],
-            "value_type": row["value_type_label"],
-            "item_type": row["item_type_label"],
-            "participants": row["num_participants"],
-            "category_id": row["main_category"],
-            "category_path": row["category_path"] or row["category_title"],
-            "encoding_id": row["encoding_id"] if encoded else None,
-            "encoding_title": row["encoding_title"] if encoded else None,
-            "canonical_url": showcase_url(row["canonical_url"]),
-            "category_url": showcase_url(row["category_url"]),
-            "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
-            "scores": without_nulls(scores),
-        }
+    return FieldResult.model_validate(
+        without_nulls(
+            {
+                "rank": position,
+                "source": "ukb",
+                "kind": "field",
+                "id": int(row["field_id"]),
+                "title": row["title"],
+                "notes": notes,
+                "notes_truncated": cut,
+                "units": row["units"],
+                "value_type": row["value_type_label"],
+                "item_type": row["item_type_label"],
+                "participants": row["num_participants"],
+                "category_id": row["main_category"],
+                "category_path": row["category_path"] or row["category_title"],
+                "encoding_id": row["encoding_id"] if encoded else None,
+                "encoding_title": row["encoding_title"] if encoded else None,
+                "canonical_url": showcase_url(row["canonical_url"]),
+                "category_url": showcase_url(row["category_url"]),
+                "encoding_url": showcase_url(row["encoding_url"]) if encoded else None,
+                "scores": scores,
+            }
+        )
     )
 
 
@@ -173,6 +133,7 @@ def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
     "Call for any UK Biobank question: finds Showcase fields; then get_ukb_field.",
     SearchUkbFieldsParams,
     GROUP,
+    response=FieldSearchAnswer,
     guide=(
         "Find UK Biobank Showcase fields for a concept, measurement or question, or "
         "resolve a field id or column name (21001, p21001_i0). Call it for any UK Biobank"
@@ -183,28 +144,34 @@ def search_item(row: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
         " Field ids and aliases are boosted in every method."
     ),
 )
-def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> dict[str, Any]:
+def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> FieldSearchAnswer:
     hits, retrieval = rank(
         release,
         params.query,
         policy=UKB_FIELDS,
         method=params.method,
-        mask=field_mask(release),
+        mask=queries.field_mask(release),
         limit=params.limit,
         explain=params.explain,
     )
     docs = documents(release, [h.docno for h in hits])
     ids = {h.docno: int(docs[h.docno]["entity_id"]) for h in hits}
-    rows = fields_by_id(release, list(ids.values()))
-    aliases = matched_aliases(release, params.query, [ids[h.docno] for h in hits if h.exact])
+    rows = queries.fields_by_id(release, list(ids.values()))
+    exact_ids = [ids[h.docno] for h in hits if h.exact]
+    aliases = queries.matched_aliases(release, params.query, exact_ids)
     results = []
     for position, hit in enumerate(hits, start=1):
         field_id = ids[hit.docno]
-        item = {"rank": position, **search_item(rows[field_id], hit_scores(hit))}
+        item = search_item(position, rows[field_id], hit_scores(hit))
         if hit.exact:
-            item["matched_alias"] = aliases.get(field_id)
+            alias = aliases.get(field_id)
+            item.matched_alias = None if alias is None else MatchedAlias(**alias)
         results.append(item)
-    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
+    return FieldSearchAnswer(
+        query=params.query,
+        retrieval=Retrieval.model_validate(retrieval.to_json()),
+        results=results,
+    )
 
 
 # -- get ------------------------------------------------------------------------------
@@ -225,17 +192,7 @@ class GetUkbFieldParams(Params):
     ] = DEFAULT_VALUES
 
 
-def stored_alias(release: Release, text: str) -> dict[str, Any] | None:
-    rows = release.query_dicts(
-        "SELECT field_id, alias, alias_kind FROM ukb_field_alias "
-        "WHERE lower(regexp_replace(trim(alias), '\\s+', ' ', 'g')) = ? "
-        "ORDER BY field_id LIMIT 1",
-        [normalize_identifier(text)],
-    )
-    return rows[0] if rows else None
-
-
-def resolve_field_id(release: Release, value: int | str) -> tuple[int, dict[str, Any] | None]:
+def resolve_field_id(release: Release, value: int | str) -> tuple[int, AliasResolution | None]:
     """The field id ``value`` names and, for an alias, how it was resolved."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
@@ -247,7 +204,7 @@ def resolve_field_id(release: Release, value: int | str) -> tuple[int, dict[str,
     parsed = parse_alias(text)
     if parsed and parsed[1] == "field_id":
         return parsed[0], None
-    stored = stored_alias(release, text)
+    stored = queries.stored_alias(release, text)
     if stored is not None:
         field_id = int(stored["field_id"])
         kind = stored["alias_kind"]
@@ -260,251 +217,21 @@ def resolve_field_id(release: Release, value: int | str) -> tuple[int, dict[str,
             "column-name alias such as p21001_i0; to find a field by name call "
             "search_ukb_fields."
         )
-    resolution = {
-        "input": str(value),
-        "alias_kind": kind,
-        "stored_alias": stored is not None,
-        "instance": instance,
-        "array": array,
-    }
+    resolution = AliasResolution(
+        input=str(value),
+        alias_kind=kind,
+        stored_alias=stored is not None,
+        instance=instance,
+        array=array,
+    )
     return field_id, resolution
 
 
 def nearest_fields(release: Release, field_id: int) -> list[dict[str, Any]]:
     """The existing fields with the closest ids, as not_found suggestions."""
-    rows = release.query(
-        "SELECT field_id, title FROM ukb_field ORDER BY abs(field_id - ?), field_id LIMIT ?",
-        [min(field_id, MAX_FIELD_ID), SUGGESTIONS],
-    )
-    return [{"id": int(f), "title": t, "canonical_url": field_url(int(f))} for f, t in rows]
-
-
-def properties(row: dict[str, Any]) -> dict[str, Any]:
-    """Property codes as published, each with its published meaning (null when none)."""
-    labelled = ("value_type", "base_type", "item_type", "strata", "stability", "sexed")
-    result = {name: coded(row[name], row[f"{name}_label"]) for name in labelled}
-    result["instanced"] = coded(row["instanced"], row["instanced_label"])
-    result["arrayed"] = coded(row["arrayed"], row["arrayed_label"])
-    for name in ("availability", "private", "cost_do", "cost_on", "cost_sc"):
-        result[name] = coded(row[name], None)
-    return result
-
-
-def field_aliases(release: Release, field_id: int) -> list[dict[str, Any]]:
-    return release.query_dicts(
-        "SELECT alias, alias_kind FROM ukb_field_alias WHERE field_id = ? "
-        "ORDER BY alias_kind, length(alias), alias",
-        [field_id],
-    )
-
-
-def alias_summary(aliases: list[dict[str, Any]]) -> dict[str, Any]:
-    """Aliases grouped by kind: a count and the first few of each."""
-    kinds: dict[str, list[str]] = {}
-    for row in aliases:
-        kinds.setdefault(row["alias_kind"], []).append(row["alias"])
-    return {
-        "total": len(aliases),
-        "by_kind": {
-            kind: {"count": len(names), "examples": names[:ALIAS_EXAMPLES]}
-            for kind, names in sorted(kinds.items())
-        },
-    }
-
-
-def instance_summaries(row: dict[str, Any], aliases: list[dict[str, Any]]) -> list[dict]:
-    """One entry per instance index: its extract column names (from ukb_field_alias);
-    descriptions and per-instance counts are not in the release (null)."""
-    columns: dict[int, dict[str, list[str]]] = {}
-    for alias in aliases:
-        form = FORMS_BY_KIND.get(alias["alias_kind"])
-        match = form.pattern.match(alias["alias"]) if form and form.per_cell else None
-        if match and match["instance"] is not None:
-            names = columns.setdefault(int(match["instance"]), {})
-            names.setdefault(alias["alias_kind"], []).append(alias["alias"])
-    summaries = []
-    for index in range(row["instance_min"], row["instance_max"] + 1):
-        by_kind = columns.get(index, {})
-        summaries.append(
-            {
-                "instance": index,
-                "description": None,
-                "participants": None,
-                "column_count": max((len(v) for v in by_kind.values()), default=0),
-                "columns": {kind: names[:INSTANCE_COLUMNS] for kind, names in by_kind.items()},
-            }
-        )
-    return summaries
-
-
-def instances_block(
-    row: dict[str, Any], aliases: list[dict[str, Any]], include_summaries: bool
-) -> dict[str, Any]:
-    low, high = row["instance_min"], row["instance_max"]
-    block: dict[str, Any] = {
-        "instancing_id": row["instance_id"] or None,
-        "instancing_url": showcase_url(row["instancing_url"]),
-        "instanced": row["instanced_label"],
-        "instance_min": low,
-        "instance_max": high,
-        "instance_count": row["instance_count"],
-        "instance_ids": [] if low is None or high is None else list(range(low, high + 1)),
-        "array_min": row["array_min"],
-        "array_max": row["array_max"],
-        "array_count": row["array_count"],
-        "participants_all_instances": row["num_participants"],
-        "item_count_all_instances": row["item_count"],
-    }
-    if not include_summaries:
-        block["summaries"] = None
-        block["summaries_status"] = "not_requested"
-    elif low is None or high is None:
-        block["summaries"] = None
-        block["summaries_status"] = "no_instance_range"
-    else:
-        block["summaries"] = instance_summaries(row, aliases)
-        block["summaries_status"] = "columns_only"
-        block["summaries_note"] = (
-            "Instance descriptions and per-instance participant counts are not in this "
-            "release (the Showcase instancing tables are not mirrored); they are null. "
-            "Column names come from ukb_field_alias; see instancing_url."
-        )
-    return block
-
-
-def coding_value(row: dict[str, Any]) -> dict[str, Any]:
-    value: dict[str, Any] = {"value": row["value"], "meaning": row["meaning"]}
-    if row["node_id"] is not None:
-        value["node_id"] = row["node_id"]
-        value["selectable"] = row["selectable"]
-        value["depth"] = row["depth"]
-        value["parent"] = (
-            None
-            if row["parent_id"] is None
-            else {
-                "node_id": row["parent_id"],
-                "value": row["parent_value"],
-                "meaning": row["parent_meaning"],
-            }
-        )
-    return value
-
-
-VALUES_SQL = """
-SELECT v.value, v.meaning, v.node_id, v.parent_id, v.selectable, v.depth,
-       p.value AS parent_value, p.meaning AS parent_meaning
-FROM ukb_encoding_value AS v
-LEFT JOIN ukb_encoding_value AS p
-       ON p.encoding_id = v.encoding_id AND p.node_id = v.parent_id
-WHERE v.encoding_id = ? {where}
-ORDER BY {order}
-LIMIT ?
-"""
-
-
-def coding_values(
-    release: Release, encoding_id: int, limit: int, *, top_level: bool = False
-) -> list[dict[str, Any]]:
-    """The first ``limit`` values in published order, or the top-level nodes of a tree
-    coding in node order (chapters I, II, ... of ICD-10)."""
-    if top_level:
-        sql = VALUES_SQL.format(where="AND v.depth = 1", order="v.node_id, v.value_order")
-    else:
-        sql = VALUES_SQL.format(where="", order="v.value_order")
-    return [coding_value(r) for r in release.query_dicts(sql, [encoding_id, limit])]
-
-
-def encoding_block(release: Release, encoding_id: int, limit: int) -> dict[str, Any] | None:
-    """The field's encoding with its first values; null when the field is not encoded."""
-    if not encoding_id:
-        return None
-    rows = release.query_dicts("SELECT * FROM ukb_encoding WHERE encoding_id = ?", [encoding_id])
-    if not rows:
-        return {"id": encoding_id, "status": "encoding_not_in_release", "values": None}
-    enc = rows[0]
-    tree = enc["structure"] == 2
-    block: dict[str, Any] = {
-        "id": encoding_id,
-        "title": enc["title"],
-        "description": enc["description_text"],
-        "structure": enc["structure_label"],
-        "hierarchical": tree,
-        "coded_as": enc["coded_as_label"],
-        "url": showcase_url(enc["canonical_url"]),
-        "published_value_count": enc["num_members"],
-    }
-    if not enc["values_loaded"]:
-        block.update(
-            values=None,
-            values_total=None,
-            values_status="not_in_release",
-            values_note="This release holds no values for this coding; see url.",
-        )
-        return block
-    values = coding_values(release, encoding_id, limit)
-    block.update(
-        values_status="loaded",
-        values_total=enc["value_count"],
-        values=values,
-        values_truncated=len(values) < enc["value_count"],
-        values_more="Query ukb_encoding_value with run_sql for the rest."
-        if len(values) < enc["value_count"]
-        else None,
-    )
-    if tree:
-        roots = release.query(
-            "SELECT count(*) FROM ukb_encoding_value WHERE encoding_id = ? AND depth = 1",
-            [encoding_id],
-        )[0][0]
-        block["top_level_total"] = int(roots)
-        block["top_level"] = coding_values(release, encoding_id, MAX_TOP_LEVEL, top_level=True)
-    return block
-
-
-CATEGORY_PATH_SQL = """
-WITH RECURSIVE up(category_id, title, parent_id, canonical_url, step) AS (
-    SELECT category_id, title, parent_id, canonical_url, 0 FROM ukb_category
-    WHERE category_id = ?
-    UNION ALL
-    SELECT c.category_id, c.title, c.parent_id, c.canonical_url, up.step + 1
-    FROM ukb_category AS c JOIN up ON c.category_id = up.parent_id
-    WHERE up.step < 20
-)
-SELECT category_id, title, canonical_url FROM up ORDER BY step DESC
-"""
-
-
-def category_block(release: Release, row: dict[str, Any]) -> dict[str, Any] | None:
-    """The main category and its ancestors, top first, each with its Showcase page."""
-    if row["main_category"] is None:
-        return None
-    path = [
-        {"id": int(c), "title": t, "url": showcase_url(u)}
-        for c, t, u in release.query(CATEGORY_PATH_SQL, [row["main_category"]])
-    ]
-    return {
-        "id": row["main_category"],
-        "title": row["category_title"],
-        "url": showcase_url(row["category_url"]),
-        "path_text": row["category_path"],
-        "path": path,
-    }
-
-
-def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
-    """Fields the notes link to (``~F123~``) that the release holds."""
-    ids = sorted(
-        {
-            int(m.group(2))
-            for m in MARKUP.finditer(notes or "")
-            if m.group(1) == "F" and m.group(2).isdigit()
-        }
-    )
-    rows = fields_by_id(release, ids)
     return [
-        {"id": f, "title": rows[f]["title"], "canonical_url": field_url(f)}
-        for f in ids
-        if f in rows
+        {"id": f, "title": t, "canonical_url": field_url(f)}
+        for f, t in queries.nearest_fields(release, field_id, SUGGESTIONS)
     ]
 
 
@@ -513,6 +240,7 @@ def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
     "Call after search_ukb_fields for one UK Biobank field's details; cite canonical_url.",
     GetUkbFieldParams,
     GROUP,
+    response=FieldAnswer,
     guide=(
         "Get one UK Biobank field by id or column name: properties, instances, coding "
         "with its first values, category path and aliases. Call it after "
@@ -524,38 +252,41 @@ def linked_fields(release: Release, notes: str | None) -> list[dict[str, Any]]:
         " the coding values listed (the total is always given)."
     ),
 )
-def get_ukb_field(release: Release, params: GetUkbFieldParams) -> dict[str, Any]:
+def get_ukb_field(release: Release, params: GetUkbFieldParams) -> FieldAnswer:
     field_id, resolution = resolve_field_id(release, params.field_id)
-    row = fields_by_id(release, [field_id]).get(field_id)
+    row = queries.fields_by_id(release, [field_id]).get(field_id)
     if row is None:
         raise not_found(
             f"There is no UK Biobank field {field_id} in this release; call "
             "search_ukb_fields to find one.",
             suggestions=nearest_fields(release, field_id),
         )
-    aliases = field_aliases(release, field_id)
-    field = {
-        "source": "ukb",
-        "kind": "field",
-        "id": field_id,
-        "title": row["title"],
-        "legacy_title": row["legacy_title"],
-        "notes": row["notes_text"],
-        "units": row["units"],
-        "canonical_url": showcase_url(row["canonical_url"]),
-        "properties": properties(row),
-        "participants": row["num_participants"],
-        "item_count": row["item_count"],
-        "debut": None if row["debut"] is None else row["debut"].isoformat(),
-        "version": None if row["version"] is None else row["version"].isoformat(),
-        "linked_fields": linked_fields(release, row["notes"]),
-    }
-    return {
-        "field": field,
-        "resolved_from": resolution,
-        "instances": instances_block(row, aliases, params.include_instance_summaries),
-        "encoding": encoding_block(release, row["encoding_id"], params.value_limit),
-        "category": category_block(release, row),
-        "aliases": alias_summary(aliases),
-        "linked_concepts": linked_concepts(release, "ukb", str(field_id)),
-    }
+    aliases = queries.field_aliases(release, field_id)
+    field = FieldRecord(
+        source="ukb",
+        kind="field",
+        id=field_id,
+        title=row["title"],
+        legacy_title=row["legacy_title"],
+        notes=row["notes_text"],
+        units=row["units"],
+        canonical_url=showcase_url(row["canonical_url"]),
+        properties=properties(row),
+        participants=row["num_participants"],
+        item_count=row["item_count"],
+        debut=None if row["debut"] is None else row["debut"].isoformat(),
+        version=None if row["version"] is None else row["version"].isoformat(),
+        linked_fields=linked_fields(release, row["notes"]),
+    )
+    return FieldAnswer(
+        field=field,
+        resolved_from=resolution,
+        instances=instances_block(row, aliases, params.include_instance_summaries),
+        encoding=encoding_block(release, row["encoding_id"], params.value_limit),
+        category=category_block(release, row),
+        aliases=alias_summary(aliases),
+        linked_concepts=[
+            LinkedConcept.model_validate(link)
+            for link in linked_concepts(release, "ukb", str(field_id))
+        ],
+    )
