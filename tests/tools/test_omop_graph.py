@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from metabundle.search.release import Release
-from metabundle.search.services.omop.concepts import ATHENA_TERMS, lookup_table
+from metabundle.search.services.omop.concepts import ATHENA_TERMS
+from metabundle.search.services.omop.queries import lookup_table
 from metabundle.search.tools import call_tool
 from tests.tools.test_omop_tools import (
     CONCEPT_FIELDS,

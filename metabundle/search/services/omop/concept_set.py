@@ -26,11 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop.concepts import (
-    MAX_CONCEPT_ID,
-    concept_item,
-    concepts_by_id,
-)
+from metabundle.search.services.omop.concepts import MAX_CONCEPT_ID
+from metabundle.search.services.omop.models import Concept, ConceptSetAnswer, ConceptSetCounts
+from metabundle.search.services.omop.queries import concepts_by_id, vocabulary_counts
 from metabundle.search.services.omop.tools import GROUP
 
 MAX_ITEMS = 1000
@@ -152,34 +150,29 @@ def resolve(release: Release, expression: Expression) -> tuple[list[int], int]:
     "Call to resolve an ATLAS concept-set expression to concept ids as ATLAS does.",
     ConceptSetParams,
     GROUP,
+    response=ConceptSetAnswer,
     guide=(
         "Resolve an ATLAS concept-set expression (as ATLAS exports it) to its concept ids"
         " exactly as ATLAS does: descendants, mapped source concepts, exclusions."
     ),
 )
-def concept_set_resolve(release: Release, params: ConceptSetParams) -> dict[str, Any]:
+def concept_set_resolve(release: Release, params: ConceptSetParams) -> ConceptSetAnswer:
     items = params.expression.items
     concept_ids, removed = resolve(release, params.expression)
     item_ids = [i.concept.CONCEPT_ID for i in items]
     known_items = concepts_by_id(release, item_ids)
     listed = concepts_by_id(release, concept_ids[: params.limit])
-    by_vocabulary = release.query(
-        "SELECT coalesce(vocabulary_id, '(not in release)'), count(*) FROM "
-        "(SELECT unnest(?::BIGINT[]) AS concept_id) s LEFT JOIN omop_concept USING (concept_id) "
-        "GROUP BY 1 ORDER BY 2 DESC, 1",
-        [concept_ids],
+    return ConceptSetAnswer(
+        count=len(concept_ids),
+        counts=ConceptSetCounts(
+            items=len(items),
+            excluded_items=sum(i.isExcluded for i in items),
+            removed_by_exclusions=removed,
+            by_vocabulary=vocabulary_counts(release, concept_ids),
+        ),
+        unknown_item_concept_ids=sorted({i for i in item_ids if i not in known_items}),
+        concept_ids=concept_ids[:MAX_LISTED_IDS],
+        concept_ids_truncated=len(concept_ids) > MAX_LISTED_IDS,
+        concepts=[Concept.of(listed[i]) for i in concept_ids[: params.limit] if i in listed],
+        truncated=len(concept_ids) > params.limit,
     )
-    return {
-        "count": len(concept_ids),
-        "counts": {
-            "items": len(items),
-            "excluded_items": sum(i.isExcluded for i in items),
-            "removed_by_exclusions": removed,
-            "by_vocabulary": {str(k): int(v) for k, v in by_vocabulary},
-        },
-        "unknown_item_concept_ids": sorted({i for i in item_ids if i not in known_items}),
-        "concept_ids": concept_ids[:MAX_LISTED_IDS],
-        "concept_ids_truncated": len(concept_ids) > MAX_LISTED_IDS,
-        "concepts": [concept_item(listed[i]) for i in concept_ids[: params.limit] if i in listed],
-        "truncated": len(concept_ids) > params.limit,
-    }

@@ -18,16 +18,21 @@ from metabundle.search.coverage import missing
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop.concepts import athena_url, concept_item, concepts_by_id
-from metabundle.search.services.omop.tools import GROUP, ConceptId
-
-TABLE = "concept_crosswalk"
-LINK_COLUMNS = (
-    "x.entity_kind, x.entity_id, x.entity_label, x.concept_id, x.source_concept_id, "
-    "x.source_vocabulary_id, x.source_code, x.relationship_id, x.method, x.link_type, "
-    "x.score, x.provenance"
+from metabundle.search.services.omop.concepts import athena_url
+from metabundle.search.services.omop.models import (
+    Concept,
+    CrosswalkAnswer,
+    CrosswalkLink,
+    CrosswalkSource,
+    UnlistedConcept,
 )
-LINK_ORDER = "(x.link_type <> 'curated'), x.score DESC NULLS FIRST, x.entity_id, x.concept_id"
+from metabundle.search.services.omop.queries import (
+    concept_links,
+    concepts_by_id,
+    entity_links,
+    is_linked,
+)
+from metabundle.search.services.omop.tools import GROUP, ConceptId
 
 
 class CrosswalkParams(Params):
@@ -39,7 +44,7 @@ class CrosswalkParams(Params):
     limit: Annotated[int, clamp(1, 500), Field(description="Per source, 1..500.")] = 50
 
 
-def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
+def _link(row: dict[str, Any], names: dict[int, str]) -> CrosswalkLink:
     """One link as returned: the concept with its name and Athena page; the source
     concept (absent from similarity links) with its own."""
     concept_id = int(row["concept_id"])
@@ -56,7 +61,7 @@ def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
     else:
         link["source_concept_id"] = int(row["source_concept_id"])
         link["source_athena_url"] = athena_url(row["source_concept_id"])
-    return link
+    return CrosswalkLink.model_validate(link)
 
 
 @tool(
@@ -64,6 +69,7 @@ def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
     "Call to find what in All of Us, UK Biobank and dbGaP records an OMOP concept.",
     CrosswalkParams,
     GROUP,
+    response=CrosswalkAnswer,
     guide=(
         "What in every source (All of Us items, UK Biobank codings and fields, dbGaP "
         "variables) records an OMOP concept and, by default, its descendants, grouped by "
@@ -72,78 +78,49 @@ def _link(row: dict[str, Any], names: dict[int, str]) -> dict[str, Any]:
         "include_similarity also lists links made by embedding similarity (not curated)."
     ),
 )
-def concept_crosswalk(release: Release, params: CrosswalkParams) -> dict[str, Any]:
+def concept_crosswalk(release: Release, params: CrosswalkParams) -> CrosswalkAnswer:
     concept = concepts_by_id(release, [params.concept_id]).get(params.concept_id)
-    linked = release.has_table(TABLE) and bool(
-        release.query(f"SELECT 1 FROM {TABLE} WHERE concept_id = ? LIMIT 1", [params.concept_id])
-    )
-    if concept is None and not linked:
+    if concept is None and not is_linked(release, params.concept_id):
         raise missing(
             release,
             "omop",
             f"Concept {params.concept_id} is neither in this release's vocabulary nor "
             "linked by any source; find ids with concept_search_exact or concept_ground.",
         )
-    wanted = "SELECT ?::BIGINT"
-    args: list[Any] = [params.concept_id]
-    if params.include_descendants:
-        wanted += (
-            " UNION SELECT descendant_concept_id FROM omop_concept_ancestor "
-            "WHERE ancestor_concept_id = ?"
-        )
-        args.append(params.concept_id)
-    where = f"x.concept_id IN ({wanted})"
-    if not params.include_similarity:
-        where += " AND x.link_type = 'curated'"
-    sources: dict[str, Any] = {}
-    if release.has_table(TABLE):
-        counts = release.query(
-            f"SELECT x.source, count(*), count(DISTINCT x.entity_id) FROM {TABLE} x "
-            f"WHERE {where} GROUP BY 1 ORDER BY 1",
-            args,
-        )
-        rows = release.query_dicts(
-            f"SELECT x.source, {LINK_COLUMNS} FROM {TABLE} x WHERE {where} "
-            f"QUALIFY row_number() OVER (PARTITION BY x.source ORDER BY {LINK_ORDER}) <= ? "
-            f"ORDER BY x.source, {LINK_ORDER}",
-            [*args, params.limit],
-        )
-        names = {
-            k: v["concept_name"]
-            for k, v in concepts_by_id(release, {int(r["concept_id"]) for r in rows}).items()
-        }
-        for source, links, entities in counts:
-            listed = [_link(r, names) for r in rows if r.pop("source", source) == source]
-            sources[source] = {
-                "links": int(links),
-                "entities": int(entities),
-                "truncated": int(links) > len(listed),
-                "items": listed,
-            }
-    return {
-        "concept": concept_item(concept)
-        if concept
-        else {
-            "concept_id": params.concept_id,
-            "athena_url": athena_url(params.concept_id),
-            "in_vocabulary": False,
-        },
-        "include_descendants": params.include_descendants,
-        "sources": sources,
+    counts, rows = concept_links(
+        release,
+        params.concept_id,
+        include_descendants=params.include_descendants,
+        include_similarity=params.include_similarity,
+        limit=params.limit,
+    )
+    names = {
+        k: v["concept_name"]
+        for k, v in concepts_by_id(release, {int(r["concept_id"]) for r in rows}).items()
     }
+    sources: dict[str, CrosswalkSource] = {}
+    for source, links, entities in counts:
+        listed = [_link(r, names) for r in rows if r.pop("source", source) == source]
+        sources[source] = CrosswalkSource(
+            links=links, entities=entities, truncated=links > len(listed), items=listed
+        )
+    return CrosswalkAnswer(
+        concept=Concept.of(concept)
+        if concept
+        else UnlistedConcept(
+            concept_id=params.concept_id,
+            athena_url=athena_url(params.concept_id),
+            in_vocabulary=False,
+        ),
+        include_descendants=params.include_descendants,
+        sources=sources,
+    )
 
 
 def linked_concepts(release: Release, source: str, entity_id: str) -> list[dict[str, Any]]:
     """The standard concepts one entity links to, curated first, with method and
     provenance (empty when the release has no crosswalk)."""
-    if not release.has_table(TABLE):
-        return []
-    rows = release.query_dicts(
-        f"SELECT x.concept_id, x.relationship_id, x.method, x.link_type, x.score, "
-        f"x.provenance FROM {TABLE} x WHERE x.source = ? AND x.entity_id = ? "
-        f"ORDER BY {LINK_ORDER}",
-        [source, entity_id],
-    )
+    rows = entity_links(release, source, entity_id)
     names = concepts_by_id(release, {int(r["concept_id"]) for r in rows})
     return [
         {

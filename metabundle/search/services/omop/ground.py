@@ -38,14 +38,8 @@ from typing import Any
 
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
 from metabundle.search.release import Release
-from metabundle.search.services.omop.concepts import (
-    SELF,
-    ConceptFilter,
-    athena_url,
-    concept_item,
-    descending_from,
-    to_standard,
-)
+from metabundle.search.services.omop.concepts import SELF, athena_url
+from metabundle.search.services.omop.filters import ConceptFilter
 from metabundle.search.services.omop.match import (
     Match,
     embedding_matches,
@@ -53,6 +47,18 @@ from metabundle.search.services.omop.match import (
     fulltext_matches,
     partial_matches,
 )
+from metabundle.search.services.omop.models import (
+    GroundAnswer,
+    GroundingExplanation,
+    GroundResult,
+    MatchedConcept,
+    MatchedConceptId,
+    NonStandardCandidate,
+    ScoreBreakdown,
+    TierRun,
+    TierSkipped,
+)
+from metabundle.search.services.omop.queries import descending_from, to_standard
 
 #: Smallest normalized BM25 rank the full-text tier accepts (see the eval figures in
 #: tests/tools/test_omop_tools.py: right answers mostly rank above it, single shared
@@ -104,31 +110,31 @@ class Grounded:
     match: Match
     tier: str
 
-    def item(self) -> dict[str, Any]:
+    def item(self) -> GroundResult:
         score = round(self.match.score, 6)
         explanation = self.explanation()
-        return {
-            **concept_item(self.target),
-            "match_kind": MATCH_KIND[self.tier],
-            "score": score,
-            "total_score": score,
-            "score_breakdown": {
-                "tier": self.tier,
-                "signal": TIER_SIGNAL[self.tier],
-                "match_score": score,
-                "mapping": self.relationship_id,
-            },
-            "grounding_explanation": explanation["summary"],
-            "explanation": explanation,
-        }
+        return GroundResult.of(
+            self.target,
+            match_kind=MATCH_KIND[self.tier],
+            score=score,
+            total_score=score,
+            score_breakdown=ScoreBreakdown(
+                tier=self.tier,
+                signal=TIER_SIGNAL[self.tier],
+                match_score=score,
+                mapping=self.relationship_id,
+            ),
+            grounding_explanation=explanation.summary,
+            explanation=explanation,
+        )
 
-    def explanation(self) -> dict[str, Any]:
+    def explanation(self) -> GroundingExplanation:
         """How the result was reached; ``matched_concept`` is the matched concept in
         full when a mapping led from it to the result, else (the result itself) its id and
         Athena page."""
-        matched = self.match.row
+        match, matched = self.match, self.match.row
         summary = (
-            f"{TIER_WORDING[self.tier]} on {_matched_on(self.match)} of {matched['vocabulary_id']} "
+            f"{TIER_WORDING[self.tier]} on {_matched_on(match)} of {matched['vocabulary_id']} "
             f"{matched['concept_code']} ({matched['concept_name']})"
         )
         if self.relationship_id == SELF:
@@ -137,24 +143,22 @@ class Grounded:
         else:
             path = [int(matched["concept_id"]), int(self.target["concept_id"])]
             summary += f", mapped by {self.relationship_id!r} to its standard concept"
-        return {
-            "tier": self.tier,
-            "summary": summary,
-            "matched_concept": {
-                **(
-                    {
-                        "concept_id": int(matched["concept_id"]),
-                        "athena_url": athena_url(matched["concept_id"]),
-                    }
-                    if self.relationship_id == SELF
-                    else concept_item(matched)
-                ),
-                "match_source": self.match.match_source,
-                "matched_synonym": self.match.matched_synonym,
-            },
-            "relationship_id": self.relationship_id,
-            "mapping_path": path,
-        }
+        how = {"match_source": match.match_source, "matched_synonym": match.matched_synonym}
+        return GroundingExplanation(
+            tier=self.tier,
+            summary=summary,
+            matched_concept=(
+                MatchedConceptId(
+                    concept_id=int(matched["concept_id"]),
+                    athena_url=athena_url(matched["concept_id"]),
+                    **how,
+                )
+                if self.relationship_id == SELF
+                else MatchedConcept.of(matched, **how)
+            ),
+            relationship_id=self.relationship_id,
+            mapping_path=path,
+        )
 
 
 @dataclass(frozen=True)
@@ -210,22 +214,22 @@ def _tiers(
     ]
 
 
-def non_standard_item(match: Match, tier: str) -> dict[str, Any]:
+def non_standard_item(match: Match, tier: str) -> NonStandardCandidate:
     """A matched concept with no valid standard equivalent, flagged as such."""
     row = match.row
-    return {
-        **concept_item(row),
-        "non_standard_candidate": True,
-        "match_kind": MATCH_KIND[tier],
-        "total_score": round(match.score, 6),
-        "match_source": match.match_source,
-        "matched_synonym": match.matched_synonym,
-        "grounding_explanation": (
+    return NonStandardCandidate.of(
+        row,
+        non_standard_candidate=True,
+        match_kind=MATCH_KIND[tier],
+        total_score=round(match.score, 6),
+        match_source=match.match_source,
+        matched_synonym=match.matched_synonym,
+        grounding_explanation=(
             f"{TIER_WORDING[tier]} on {_matched_on(match)} of {row['vocabulary_id']} "
             f"{row['concept_code']} ({row['concept_name']}), which has no valid standard "
             "'Maps to' target: not a standard concept"
         ),
-    }
+    )
 
 
 def standardize(
@@ -269,53 +273,50 @@ def _summary(request: GroundRequest, tier: str | None, count: int) -> str:
     )
 
 
-def ground(release: Release, request: GroundRequest) -> dict[str, Any]:
-    """Run the tiers until one yields standard concepts; the response payload."""
-    trace: list[dict[str, Any]] = []
-    flagged: dict[int, dict[str, Any]] = {}
+def ground(release: Release, request: GroundRequest) -> GroundAnswer:
+    """Run the tiers until one yields standard concepts; the response."""
+    trace: list[TierRun | TierSkipped] = []
+    flagged: dict[int, NonStandardCandidate] = {}
     for tier, matcher in _tiers(release, request):
         if isinstance(matcher, str):
-            trace.append({"tier": tier, "skipped": matcher})
+            trace.append(TierSkipped(tier=tier, skipped=matcher))
             continue
         try:
             matches = matcher()
         except ToolError as error:
             if error.code != EMBEDDINGS_UNAVAILABLE:
                 raise
-            trace.append({"tier": tier, "skipped": error.message})
+            trace.append(TierSkipped(tier=tier, skipped=error.message))
             continue
         results, unmapped = standardize(release, request, tier, matches)
         trace.append(
-            {
-                "tier": tier,
-                "candidates": len(matches),
-                "unmapped": len(unmapped),
-                "results": len(results),
-            }
+            TierRun(
+                tier=tier, candidates=len(matches), unmapped=len(unmapped), results=len(results)
+            )
         )
         for match in unmapped:
             flagged.setdefault(match.concept_id, non_standard_item(match, tier))
         if results:
-            return _payload(request, tier, trace, [r.item() for r in results], flagged)
-    return _payload(request, None, trace, [], flagged)
+            return _answer(request, tier, trace, [r.item() for r in results], flagged)
+    return _answer(request, None, trace, [], flagged)
 
 
-def _payload(
+def _answer(
     request: GroundRequest,
     tier: str | None,
-    trace: list[dict[str, Any]],
-    items: list[dict[str, Any]],
-    flagged: dict[int, dict[str, Any]],
-) -> dict[str, Any]:
+    trace: list[TierRun | TierSkipped],
+    items: list[GroundResult],
+    flagged: dict[int, NonStandardCandidate],
+) -> GroundAnswer:
     items = items[: request.limit]
-    payload: dict[str, Any] = {
-        "query": request.query,
-        "tier": tier,
-        "matched_tier": MATCH_KIND.get(tier or ""),
-        "grounding_explanation": _summary(request, tier, len(items)),
-        "tiers": trace,
-        "results": items,
-    }
+    answer = GroundAnswer(
+        query=request.query,
+        tier=tier,
+        matched_tier=MATCH_KIND.get(tier or ""),
+        grounding_explanation=_summary(request, tier, len(items)),
+        tiers=trace,
+        results=items,
+    )
     if request.include_non_standard:
-        payload["non_standard_candidates"] = list(flagged.values())[: request.limit]
-    return payload
+        answer.non_standard_candidates = list(flagged.values())[: request.limit]
+    return answer

@@ -28,7 +28,7 @@
   a synonym); prefix matches first, then shorter matched strings; the score is the
   query's length over the matched string's.
 
-Filters (:class:`~.omop_concepts.ConceptFilter`) apply before any candidate limit.
+Filters (:class:`~.filters.ConceptFilter`) apply before any candidate limit.
 """
 
 from __future__ import annotations
@@ -46,13 +46,9 @@ from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import OMOP_EMBEDDING
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Retrieval
-from metabundle.search.services.omop.concepts import (
-    CONCEPT_COLUMNS,
-    ConceptFilter,
-    concept_doc_mask,
-    concepts_by_docno,
-    synonyms_of,
-)
+from metabundle.search.services.omop.concepts import CONCEPT_COLUMNS
+from metabundle.search.services.omop.filters import ConceptFilter, concept_doc_mask
+from metabundle.search.services.omop.queries import concepts_by_docno, synonyms_of
 
 #: Matched concepts: standard first, then valid, then by id.
 PREFERRED_ORDER = (

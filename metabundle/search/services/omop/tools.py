@@ -2,11 +2,11 @@
 concept details (contract: ``seeds/omop-search-tools.md``).
 
 * ``concept_search_exact``, ``concept_search_fulltext``, ``embedding_search``: one
-  matching strategy each (:mod:`.omop_match`), raw quality signals exposed, standard
+  matching strategy each (:mod:`.match`), raw quality signals exposed, standard
   and non-standard concepts alike, so the caller decides what to do with each;
 * ``concept_navigate_to_standard`` (batch) and ``concept_map_to_standard`` (one code):
   follow "Maps to" to valid standard concepts;
-* ``concept_ground``: the tiered pipeline of :mod:`.omop_ground`, standard results
+* ``concept_ground``: the tiered pipeline of :mod:`.ground`, standard results
   only, each explained;
 * ``concept_get``: one concept with its synonyms, relationships, ancestors and
   descendants, each list bounded and counted.
@@ -26,27 +26,39 @@ from pydantic import Field, WithJsonSchema
 from metabundle.search.coverage import missing
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError, not_found
 from metabundle.search.params import Params, Query, clamp
+from metabundle.search.payload import Retrieval
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.omop.concepts import (
-    CONCEPT_COLUMNS,
-    MAX_CONCEPT_ID,
+from metabundle.search.services.omop import queries
+from metabundle.search.services.omop.concepts import MAX_CONCEPT_ID, athena_url
+from metabundle.search.services.omop.filters import (
     ConceptFilter,
-    athena_url,
-    athena_url_sql,
     canonical_domain,
     canonical_vocabulary,
-    concept_item,
-    concepts_by_id,
-    known_hierarchy_ids,
-    to_standard,
 )
 from metabundle.search.services.omop.ground import GroundRequest, ground
 from metabundle.search.services.omop.match import (
-    Match,
     embedding_matches,
     exact_matches,
     fulltext_matches,
+)
+from metabundle.search.services.omop.models import (
+    ConceptDetails,
+    DatedConcept,
+    EmbeddingAnswer,
+    ExactAnswer,
+    FulltextAnswer,
+    FulltextResult,
+    GroundAnswer,
+    MapAnswer,
+    MatchedConcept,
+    NavigateAnswer,
+    Navigation,
+    RelationPage,
+    RelativePage,
+    SimilarConcept,
+    StandardConcept,
+    SynonymPage,
 )
 
 GROUP = "omop"
@@ -83,14 +95,6 @@ def _filter(
     )
 
 
-def match_item(match: Match) -> dict[str, Any]:
-    return {
-        **concept_item(match.row),
-        "match_source": match.match_source,
-        "matched_synonym": match.matched_synonym,
-    }
-
-
 # -- concept_search_exact ----------------------------------------------------------------
 
 
@@ -108,6 +112,7 @@ class ExactParams(Params):
     "Call first when the user gives a clinical term verbatim: OMOP concepts named exactly so.",
     ExactParams,
     GROUP,
+    response=ExactAnswer,
     guide=(
         "Find OMOP concepts whose name or synonym equals the query, ignoring case. Call "
         "it first when the user gives a clinical term verbatim. "
@@ -119,7 +124,7 @@ class ExactParams(Params):
         "concept_synonym_name (match_source 'synonym')."
     ),
 )
-def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any]:
+def concept_search_exact(release: Release, params: ExactParams) -> ExactAnswer:
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
     matches = exact_matches(
         release,
@@ -128,7 +133,11 @@ def concept_search_exact(release: Release, params: ExactParams) -> dict[str, Any
         include_synonyms=params.include_synonyms,
         limit=params.limit,
     )
-    return {"query": params.query, "results": [match_item(m) for m in matches]}
+    results = [
+        MatchedConcept.of(m.row, match_source=m.match_source, matched_synonym=m.matched_synonym)
+        for m in matches
+    ]
+    return ExactAnswer(query=params.query, results=results)
 
 
 # -- concept_search_fulltext -------------------------------------------------------------
@@ -150,6 +159,7 @@ class FulltextParams(ExactParams):
     "Call for multi-word terms that match no OMOP concept name exactly (keyword search).",
     FulltextParams,
     GROUP,
+    response=FulltextAnswer,
     guide=(
         "Keyword (BM25) search of OMOP concept names and synonyms. Call it for multi-word"
         " terms that match no name exactly; map non-standard results with "
@@ -165,7 +175,7 @@ class FulltextParams(ExactParams):
         "concept_synonym_name; min_rank (0..1) drops results ranked below it."
     ),
 )
-def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[str, Any]:
+def concept_search_fulltext(release: Release, params: FulltextParams) -> FulltextAnswer:
     flt = _filter(release, params.domain, params.vocabulary_id, standard_only=params.standard_only)
     found = fulltext_matches(
         release,
@@ -178,39 +188,47 @@ def concept_search_fulltext(release: Release, params: FulltextParams) -> dict[st
     results = []
     for match in found.matches:
         rank = round(match.score, 6)
-        results.append({**match_item(match), "rank": rank, "ts_rank": rank})
-    return {"query": params.query, "tsvector_available": found.available, "results": results}
+        results.append(
+            FulltextResult.of(
+                match.row,
+                match_source=match.match_source,
+                matched_synonym=match.matched_synonym,
+                rank=rank,
+                ts_rank=rank,
+            )
+        )
+    return FulltextAnswer(query=params.query, tsvector_available=found.available, results=results)
 
 
 # -- standard mapping ----------------------------------------------------------------------
 
 
-def _standard_entry(target: dict[str, Any], relationship_id: str) -> dict[str, Any]:
-    return {
-        "concept_id": int(target["concept_id"]),
-        "concept_name": target["concept_name"],
-        "vocabulary_id": target["vocabulary_id"],
-        "domain_id": target["domain_id"],
-        "concept_class_id": target["concept_class_id"],
-        "relationship_id": relationship_id,
-        "athena_url": athena_url(target["concept_id"]),
-    }
+def _standard_entry(target: dict[str, Any], relationship_id: str) -> StandardConcept:
+    return StandardConcept(
+        concept_id=int(target["concept_id"]),
+        concept_name=target["concept_name"],
+        vocabulary_id=target["vocabulary_id"],
+        domain_id=target["domain_id"],
+        concept_class_id=target["concept_class_id"],
+        relationship_id=relationship_id,
+        athena_url=athena_url(target["concept_id"]),
+    )
 
 
-def navigation(release: Release, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def navigation(release: Release, rows: list[dict[str, Any]]) -> list[Navigation]:
     """The contract's navigation result of each concept row, in the given order."""
-    standard = to_standard(release, rows)
+    standard = queries.to_standard(release, rows)
     return [
-        {
-            "source_concept_id": int(row["concept_id"]),
-            "source_concept_name": row["concept_name"],
-            "source_standard_concept": row["standard_concept"] == "S",
-            "source_athena_url": athena_url(row["concept_id"]),
-            "standard_concepts": [
+        Navigation(
+            source_concept_id=int(row["concept_id"]),
+            source_concept_name=row["concept_name"],
+            source_standard_concept=row["standard_concept"] == "S",
+            source_athena_url=athena_url(row["concept_id"]),
+            standard_concepts=[
                 _standard_entry(target, relationship_id)
                 for target, relationship_id in standard[int(row["concept_id"])]
             ],
-        }
+        )
         for row in rows
     ]
 
@@ -230,6 +248,7 @@ class NavigateParams(Params):
     "Call for results with standard_concept false to get their standard concepts.",
     NavigateParams,
     GROUP,
+    response=NavigateAnswer,
     guide=(
         "Resolve up to 100 concept ids to their standard OMOP concepts via 'Maps to'. "
         "Call it for search results with standard_concept false. "
@@ -239,10 +258,10 @@ class NavigateParams(Params):
         " concept_ids takes at most 100 ids per call."
     ),
 )
-def concept_navigate_to_standard(release: Release, params: NavigateParams) -> dict[str, Any]:
+def concept_navigate_to_standard(release: Release, params: NavigateParams) -> NavigateAnswer:
     ids = list(dict.fromkeys(params.concept_ids))
-    found = concepts_by_id(release, ids)
-    return {"results": navigation(release, [found[i] for i in ids if i in found])}
+    found = queries.concepts_by_id(release, ids)
+    return NavigateAnswer(results=navigation(release, [found[i] for i in ids if i in found]))
 
 
 class MapParams(Params):
@@ -255,43 +274,30 @@ class MapParams(Params):
     ]
 
 
-def code_suggestions(release: Release, vocabulary_id: str, code: str) -> dict[str, Any]:
-    """Close codes in the vocabulary and other vocabularies holding the code."""
-    nearby = release.query(
-        "SELECT DISTINCT concept_code FROM omop_concept WHERE vocabulary_id = ? "
-        "AND starts_with(lower(concept_code), lower(?)) ORDER BY concept_code LIMIT 500",
-        [vocabulary_id, code[:2]],
-    )
-    elsewhere = release.query(
-        "SELECT DISTINCT vocabulary_id FROM omop_concept WHERE lower(concept_code) = lower(?) "
-        "ORDER BY vocabulary_id LIMIT 10",
-        [code],
-    )
-    return {
-        "suggestions": difflib.get_close_matches(code, [r[0] for r in nearby], n=5, cutoff=0.6),
-        "in_other_vocabularies": [r[0] for r in elsewhere],
-    }
-
-
 def concepts_with_code(release: Release, params: MapParams) -> tuple[str, list[dict[str, Any]]]:
     """The canonical vocabulary id and the concept rows (with validity dates) holding
-    the code: exact case first, then valid ones, by id; not_found with close codes."""
+    the code (:func:`.queries.concept_rows_with_code`); not_found with close codes and the
+    other vocabularies holding it."""
     vocabulary_id = str(canonical_vocabulary(release, params.vocabulary_id))
     code = params.concept_code.strip()
-    rows = release.query_dicts(
-        f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date FROM omop_concept c "
-        "WHERE c.vocabulary_id = ? AND lower(c.concept_code) = lower(?) "
-        "ORDER BY (c.concept_code = ?) DESC, (c.invalid_reason IS NULL) DESC, c.concept_id",
-        [vocabulary_id, code, code],
-    )
+    rows = queries.concept_rows_with_code(release, vocabulary_id, code)
     if not rows:
+        nearby = queries.codes_starting_with(release, vocabulary_id, code[:2])
         raise missing(
             release,
             "omop",
             f"There is no {vocabulary_id} concept with code {code!r} in this release.",
-            **code_suggestions(release, vocabulary_id, code),
+            suggestions=difflib.get_close_matches(code, nearby, n=5, cutoff=0.6),
+            in_other_vocabularies=queries.vocabularies_with_code(release, code),
         )
     return vocabulary_id, rows
+
+
+def dated_concept(row: dict[str, Any]) -> DatedConcept:
+    """The concept of a row with validity dates."""
+    return DatedConcept.of(
+        row, valid_start_date=row["valid_start_date"], valid_end_date=row["valid_end_date"]
+    )
 
 
 @tool(
@@ -299,6 +305,7 @@ def concepts_with_code(release: Release, params: MapParams) -> tuple[str, list[d
     "Call when the user gives a source code (e.g. ICD10CM K92.2) for its standard concepts.",
     MapParams,
     GROUP,
+    response=MapAnswer,
     guide=(
         "Map one source code (vocabulary_id + concept_code, e.g. ICD10CM K92.2) to its "
         "standard OMOP concepts. Call it when the user gives a code. "
@@ -306,15 +313,15 @@ def concepts_with_code(release: Release, params: MapParams) -> tuple[str, list[d
         "exactly, else ignoring case; not_found (with close codes) when the vocabulary lacks it."
     ),
 )
-def concept_map_to_standard(release: Release, params: MapParams) -> dict[str, Any]:
+def concept_map_to_standard(release: Release, params: MapParams) -> MapAnswer:
     vocabulary_id, rows = concepts_with_code(release, params)
     (entry,) = navigation(release, rows[:1])
-    return {
-        "vocabulary_id": vocabulary_id,
-        "concept_code": rows[0]["concept_code"],
-        **entry,
-        "other_source_concept_ids": [int(r["concept_id"]) for r in rows[1:]],
-    }
+    return MapAnswer(
+        vocabulary_id=vocabulary_id,
+        concept_code=rows[0]["concept_code"],
+        **dict(entry),
+        other_source_concept_ids=[int(r["concept_id"]) for r in rows[1:]],
+    )
 
 
 # -- embedding_search --------------------------------------------------------------------
@@ -334,6 +341,7 @@ class EmbeddingParams(Params):
     "Call for lay wording sharing no word with an OMOP concept's name (semantic search).",
     EmbeddingParams,
     GROUP,
+    response=EmbeddingAnswer,
     guide=(
         "Semantic search of OMOP concepts by embedding similarity. Call it for lay "
         "wording or paraphrases that share no word with the concept name (e.g. 'heart "
@@ -345,7 +353,7 @@ class EmbeddingParams(Params):
         "standard_concept = 'S'."
     ),
 )
-def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any]:
+def embedding_search(release: Release, params: EmbeddingParams) -> EmbeddingAnswer:
     flt = _filter(
         release,
         params.domain,
@@ -366,8 +374,11 @@ def embedding_search(release: Release, params: EmbeddingParams) -> dict[str, Any
             cause=cause,
             use_instead="concept_search_fulltext",
         ) from None
-    results = [{**concept_item(m.row), "similarity": round(m.score, 6)} for m in matches]
-    return {"query": params.query, "retrieval": retrieval.to_json(), "results": results}
+    return EmbeddingAnswer(
+        query=params.query,
+        retrieval=Retrieval.model_validate(retrieval.to_json()),
+        results=[SimilarConcept.of(m.row, similarity=round(m.score, 6)) for m in matches],
+    )
 
 
 # -- concept_ground ------------------------------------------------------------------------
@@ -396,6 +407,7 @@ class GroundParams(Params):
     "Call when you want standard OMOP concepts for free text, not the search strategy.",
     GroundParams,
     GROUP,
+    response=GroundAnswer,
     guide=(
         "Ground free text to standard OMOP concepts in one call (exact, then full-text, "
         "then embeddings). Call it when you want a concept and not the search strategy. "
@@ -412,9 +424,9 @@ class GroundParams(Params):
         "matched concepts with no standard mapping, flagged."
     ),
 )
-def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
+def concept_ground(release: Release, params: GroundParams) -> GroundAnswer:
     parent_ids = tuple(dict.fromkeys(params.parent_ids or ()))
-    missing = sorted(set(parent_ids) - known_hierarchy_ids(release, parent_ids))
+    missing = sorted(set(parent_ids) - queries.known_hierarchy_ids(release, parent_ids))
     if missing:
         raise not_found(
             f"Parameter 'parent_ids': concept {missing[0]} is not in this release's "
@@ -434,16 +446,6 @@ def concept_ground(release: Release, params: GroundParams) -> dict[str, Any]:
 
 # -- concept_get -----------------------------------------------------------------------------
 
-RELATIONSHIP_ORDER = (
-    "CASE r.relationship_id WHEN 'Maps to' THEN 0 WHEN 'Is a' THEN 1 "
-    "WHEN 'Subsumes' THEN 2 ELSE 3 END, r.relationship_id"
-)
-RELATED_COLUMNS = (
-    "c.concept_name, c.vocabulary_id, c.domain_id, c.concept_class_id, "
-    "CASE WHEN c.concept_id IS NOT NULL THEN coalesce(c.standard_concept = 'S', FALSE) END "
-    "AS standard_concept, c.concept_id IS NOT NULL AS in_release"
-)
-
 
 class GetParams(Params):
     concept_id: ConceptId
@@ -458,62 +460,12 @@ class GetParams(Params):
     ] = None
 
 
-def _bounded(
-    release: Release, count_sql: str, items_sql: str, params: list[Any], limit: int
-) -> dict[str, Any]:
-    total = int(release.query(count_sql, params)[0][0])
-    items = release.query_dicts(items_sql + " LIMIT ?", [*params, limit]) if total else []
-    return {"total": total, "truncated": total > len(items), "items": items}
-
-
-def _relationships(release: Release, params: GetParams) -> dict[str, Any]:
-    where, args = "r.concept_id_1 = ?", [params.concept_id]
-    if params.relationship_id is not None:
-        where += " AND r.relationship_id = ?"
-        args.append(params.relationship_id)
-    block = _bounded(
-        release,
-        f"SELECT count(*) FROM omop_concept_relationship r WHERE {where}",
-        f"SELECT r.relationship_id, r.concept_id_2 AS concept_id, {RELATED_COLUMNS}, "
-        f"r.invalid_reason, {athena_url_sql('r.concept_id_2')} FROM omop_concept_relationship r "
-        f"LEFT JOIN omop_concept c ON c.concept_id = r.concept_id_2 WHERE {where} "
-        f"ORDER BY {RELATIONSHIP_ORDER}, (c.concept_id IS NULL), r.concept_id_2",
-        args,
-        params.max_related,
-    )
-    counts = release.query(
-        f"SELECT r.relationship_id, count(*) FROM omop_concept_relationship r WHERE {where} "
-        "GROUP BY 1 ORDER BY 1",
-        args,
-    )
-    return {**block, "by_relationship": {k: int(v) for k, v in counts}}
-
-
-def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str, Any]:
-    """Ancestors (``direction='ancestor'``) or descendants of the concept, self excluded."""
-    this, other = (
-        ("descendant", "ancestor") if direction == "ancestor" else ("ancestor", "descendant")
-    )
-    where = f"a.{this}_concept_id = ? AND a.{other}_concept_id <> ?"
-    return _bounded(
-        release,
-        f"SELECT count(*) FROM omop_concept_ancestor a WHERE {where}",
-        f"SELECT a.{other}_concept_id AS concept_id, {RELATED_COLUMNS}, "
-        "a.min_levels_of_separation, a.max_levels_of_separation, "
-        f"{athena_url_sql(f'a.{other}_concept_id')} "
-        f"FROM omop_concept_ancestor a LEFT JOIN omop_concept c "
-        f"ON c.concept_id = a.{other}_concept_id WHERE {where} "
-        f"ORDER BY a.min_levels_of_separation, a.{other}_concept_id",
-        [params.concept_id, params.concept_id],
-        params.max_related,
-    )
-
-
 @tool(
     "concept_get",
     "Call to inspect one OMOP concept: synonyms, relationships, ancestors, descendants.",
     GetParams,
     GROUP,
+    response=ConceptDetails,
     guide=(
         "Get one OMOP concept with its synonyms, relationships, ancestors and descendants"
         " (each capped, with totals). Call it to inspect a search or grounding result or "
@@ -524,38 +476,38 @@ def _hierarchy(release: Release, params: GetParams, direction: str) -> dict[str,
         " max_related caps each list (synonyms, relationships, ancestors, descendants)."
     ),
 )
-def concept_get(release: Release, params: GetParams) -> dict[str, Any]:
-    rows = release.query_dicts(
-        f"SELECT {CONCEPT_COLUMNS}, c.valid_start_date, c.valid_end_date "
-        "FROM omop_concept c WHERE c.concept_id = ?",
-        [params.concept_id],
-    )
-    if not rows:
+def concept_get(release: Release, params: GetParams) -> ConceptDetails:
+    row = queries.dated_concept_row(release, params.concept_id)
+    if row is None:
         raise missing(
             release,
             "omop",
             f"There is no OMOP concept {params.concept_id} in this release; find ids with "
             "concept_search_exact or concept_ground.",
         )
-    row = rows[0]
-    concept = {
-        **concept_item(row),
-        "valid_start_date": row["valid_start_date"].isoformat(),
-        "valid_end_date": row["valid_end_date"].isoformat(),
-    }
-    synonyms = _bounded(
-        release,
-        "SELECT count(*) FROM omop_concept_synonym WHERE concept_id = ?",
-        "SELECT concept_synonym_name, language_concept_id FROM omop_concept_synonym "
-        "WHERE concept_id = ? ORDER BY language_concept_id <> 4180186, concept_synonym_name",
-        [params.concept_id],
-        params.max_related,
+    limit = params.max_related
+    synonyms = queries.synonym_listing(release, params.concept_id, limit)
+    relations = queries.relationship_listing(
+        release, params.concept_id, params.relationship_id, limit
     )
-    return {
-        "concept": concept,
-        "standard_concepts": navigation(release, [row])[0]["standard_concepts"],
-        "synonyms": synonyms,
-        "relationships": _relationships(release, params),
-        "ancestors": _hierarchy(release, params, "ancestor"),
-        "descendants": _hierarchy(release, params, "descendant"),
-    }
+    ancestors = queries.relative_listing(release, params.concept_id, limit, ancestors=True)
+    descendants = queries.relative_listing(release, params.concept_id, limit, ancestors=False)
+    return ConceptDetails(
+        concept=dated_concept(row),
+        standard_concepts=navigation(release, [row])[0].standard_concepts,
+        synonyms=SynonymPage(
+            total=synonyms.total, truncated=synonyms.truncated, items=synonyms.rows
+        ),
+        relationships=RelationPage(
+            total=relations.total,
+            truncated=relations.truncated,
+            items=relations.rows,
+            by_relationship=relations.by_relationship,
+        ),
+        ancestors=RelativePage(
+            total=ancestors.total, truncated=ancestors.truncated, items=ancestors.rows
+        ),
+        descendants=RelativePage(
+            total=descendants.total, truncated=descendants.truncated, items=descendants.rows
+        ),
+    )
