@@ -25,20 +25,22 @@ from metabundle.search.errors import invalid
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc.common import (
-    GROUP,
-    clean_citation,
-    doi_sources,
-    license_entry,
-    require_idc,
-)
+from metabundle.search.services.idc import queries
+from metabundle.search.services.idc.blocks import clean_citation, license_entry
+from metabundle.search.services.idc.catalog import resolve_collection
 from metabundle.search.services.idc.filters import (
     Filters,
     Selection,
     compile_filters,
     require_filters,
 )
-from metabundle.search.services.idc.tools import Text, resolve_collection
+from metabundle.search.services.idc.models import (
+    IdcAcknowledgment,
+    IdcCitation,
+    IdcCitations,
+    IdcCslItem,
+)
+from metabundle.search.services.idc.source import GROUP, Text, require_idc
 
 CitationFormat = Literal["apa", "bibtex", "csl-json", "turtle"]
 _YEAR = re.compile(r"\((\d{4})\)")
@@ -163,7 +165,7 @@ def apa_text(work: Work) -> str:
     )
 
 
-def csl_item(work: Work) -> dict[str, Any]:
+def csl_item(work: Work) -> IdcCslItem:
     """The work as a CSL-JSON item."""
     item: dict[str, Any] = {
         "id": work.doi,
@@ -184,7 +186,7 @@ def csl_item(work: Work) -> dict[str, Any]:
         "page": work.page,
     }
     item.update({key: value for key, value in optional.items() if value})
-    return item
+    return IdcCslItem.model_validate(item)
 
 
 def _bibtex_name(author: dict[str, str]) -> str:
@@ -246,7 +248,7 @@ def turtle(works: list[Work]) -> str:
     return graph.serialize(format="turtle")
 
 
-def document(works: list[Work], citation_format: str) -> Any:
+def document(works: list[Work], citation_format: str) -> str | list[IdcCslItem]:
     """Every work in one document of the format (CSL-JSON: a list of items)."""
     if citation_format == "bibtex":
         return bibtex(works)
@@ -280,6 +282,7 @@ def _citation_selection(release: Release, params: CitationsParams) -> Selection:
     "Call whenever you report or hand over IDC data, to credit its sources.",
     CitationsParams,
     GROUP,
+    response=IdcCitations,
     guide=(
         "Get the citations for the data sources of a collection or of a filtered "
         "selection of series (most-used source first, with DOI and license) in APA, "
@@ -290,42 +293,38 @@ def _citation_selection(release: Release, params: CitationsParams) -> Selection:
         " apa is text."
     ),
 )
-def get_citations(release: Release, params: CitationsParams) -> dict[str, Any]:
+def get_citations(release: Release, params: CitationsParams) -> IdcCitations:
     require_idc(release)
     selection = _citation_selection(release, params)
-    used = release.query(
-        f"SELECT lower(source_DOI) AS doi, count(*) AS n FROM idc_series "
-        f"WHERE {selection.where} GROUP BY 1 ORDER BY n DESC, 1",
-        selection.params,
-    )
-    sources = doi_sources(release, [doi for doi, _ in used if doi])
+    used = queries.series_by_doi(release, selection)
+    sources = queries.doi_sources(release, [doi for doi, _ in used if doi])
     citations, works = [], []
     for doi, series in used[: params.limit]:
         known = sources.get(doi) or {}
         work = work_from_apa(doi, known.get("citation"), known.get("license_url"))
         works.append(work)
-        entry: dict[str, Any] = {
-            "doi": doi,
-            "doi_url": work.url,
-            "title": work.title or known.get("title"),
-            "license": license_entry(known) if known else None,
-            "series": series,
-        }
+        entry = IdcCitation(
+            doi=doi,
+            doi_url=work.url,
+            title=work.title or known.get("title"),
+            license=license_entry(known) if known else None,
+            series=series,
+        )
         if params.format == "apa":
-            entry["citation"] = work.apa
+            entry.citation = work.apa
         citations.append(entry)
-    return {
-        "format": params.format,
-        "citations": citations,
-        "total": len(used),
-        "returned": len(citations),
-        "truncated": len(used) > len(citations),
-        "document": document([*works, IDC_PAPER], params.format),
-        "idc_acknowledgment": {
-            "doi": IDC_PAPER.doi,
-            "doi_url": IDC_PAPER.url,
-            "citation": apa_text(IDC_PAPER),
-            "note": ACKNOWLEDGMENT_NOTE,
-        },
+    return IdcCitations(
+        format=params.format,
+        citations=citations,
+        total=len(used),
+        returned=len(citations),
+        truncated=len(used) > len(citations),
+        document=document([*works, IDC_PAPER], params.format),
+        idc_acknowledgment=IdcAcknowledgment(
+            doi=IDC_PAPER.doi,
+            doi_url=IDC_PAPER.url,
+            citation=apa_text(IDC_PAPER),
+            note=ACKNOWLEDGMENT_NOTE,
+        ),
         **selection.echo(),
-    }
+    )

@@ -11,17 +11,29 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, JsonValue, StringConstraints
 
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Params, clamp
+from metabundle.search.payload import JsonObject
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc.common import GROUP, page_block, require_idc
+from metabundle.search.services.idc import queries
+from metabundle.search.services.idc.blocks import page_block
+from metabundle.search.services.idc.catalog import resolve_collection
 from metabundle.search.services.idc.filters import Filters, compile_filters
-from metabundle.search.services.idc.tools import Offset, Text, resolve_collection
+from metabundle.search.services.idc.models import (
+    IdcClinicalCohort,
+    IdcClinicalColumn,
+    IdcClinicalSchema,
+    IdcClinicalTable,
+    IdcClinicalTableList,
+    IdcClinicalValueCount,
+    IdcClinicalValues,
+)
+from metabundle.search.services.idc.source import GROUP, Offset, Text, require_idc
 
 MAX_COLUMNS = 20
 TOP_VALUES = 10
@@ -47,6 +59,7 @@ class ListClinicalTablesParams(Params):
     "Call for non-imaging IDC patient data (diagnosis, stage, outcome): the clinical tables.",
     ListClinicalTablesParams,
     GROUP,
+    response=IdcClinicalTableList,
     guide=(
         "List the clinical data tables that accompany Imaging Data Commons collections "
         "(diagnosis, stage, treatment, outcome), with their columns, rows and patients. "
@@ -54,45 +67,25 @@ class ListClinicalTablesParams(Params):
         "get_clinical_values."
     ),
 )
-def list_clinical_tables(release: Release, params: ListClinicalTablesParams) -> dict[str, Any]:
+def list_clinical_tables(
+    release: Release, params: ListClinicalTablesParams
+) -> IdcClinicalTableList:
     require_idc(release)
-    where, args = "TRUE", []
+    collection_id = None
     if params.collection_id:
-        where, args = "i.collection_id = ?", [resolve_collection(release, params.collection_id)]
-    rows = release.query_dicts(
-        f"""
-        WITH tables AS (
-            SELECT collection_id, short_table_name, min(table_name) AS table_name,
-                   count(*) AS columns
-            FROM idc_clinical_index AS i WHERE {where} GROUP BY 1, 2
-        ), sizes AS (
-            SELECT short_table_name, count(DISTINCT row_number) AS rows,
-                   count(DISTINCT dicom_patient_id) AS patients
-            FROM idc_clinical_value GROUP BY 1
-        )
-        SELECT t.*, coalesce(s.rows, 0) AS rows, coalesce(s.patients, 0) AS patients,
-               s.short_table_name IS NOT NULL AS loaded
-        FROM tables AS t LEFT JOIN sizes AS s USING (short_table_name)
-        ORDER BY collection_id, short_table_name
-        """,
-        args,
-    )
+        collection_id = resolve_collection(release, params.collection_id)
+    rows = queries.clinical_tables(release, collection_id)
     page = rows[params.offset : params.offset + params.limit]
-    return {
-        "page": page_block(len(rows), params.limit, params.offset, len(page)),
-        "tables": page,
-        "notes": [JOIN_NOTE],
-    }
+    return IdcClinicalTableList(
+        page=page_block(len(rows), params.limit, params.offset, len(page)),
+        tables=[IdcClinicalTable(**row) for row in page],
+        notes=[JOIN_NOTE],
+    )
 
 
 def resolve_table(release: Release, given: str) -> str:
     """The short_table_name for a short or full table name, or ``not_found``."""
-    names = [
-        row[0]
-        for row in release.query(
-            "SELECT DISTINCT short_table_name FROM idc_clinical_index ORDER BY 1"
-        )
-    ]
+    names = queries.clinical_table_names(release)
     short = given.rsplit(".", 1)[-1]
     if short in names:
         return short
@@ -106,7 +99,7 @@ class ClinicalSchemaParams(Params):
     table: TableName
 
 
-def _options(values: str | None) -> list[Any]:
+def _options(values: str | None) -> list[JsonValue]:
     """The first recorded values of a column (clinical_index.values, as JSON text)."""
     parsed = json.loads(values) if values else None
     return (parsed or [])[:TOP_VALUES]
@@ -117,39 +110,31 @@ def _options(values: str | None) -> list[Any]:
     "Call before get_clinical_values to pick columns of one IDC clinical table.",
     ClinicalSchemaParams,
     GROUP,
+    response=IdcClinicalSchema,
     guide=(
         "Get the columns of one Imaging Data Commons clinical table: name, human-readable"
         " label, values seen, and how many rows fill each. Call it before "
         "get_clinical_values to pick columns."
     ),
 )
-def get_clinical_table_schema(release: Release, params: ClinicalSchemaParams) -> dict[str, Any]:
+def get_clinical_table_schema(release: Release, params: ClinicalSchemaParams) -> IdcClinicalSchema:
     require_idc(release)
     table = resolve_table(release, params.table)
-    columns = release.query_dicts(
-        """
-        SELECT i.collection_id, i."column", i.column_label, i."values",
-               (SELECT count(*) FROM idc_clinical_value AS v
-                WHERE v.short_table_name = i.short_table_name AND v."column" = i."column"
-                  AND v.value IS NOT NULL) AS filled_rows
-        FROM idc_clinical_index AS i WHERE i.short_table_name = ? ORDER BY i."column"
-        """,
-        [table],
-    )
-    return {
-        "table": table,
-        "collection_id": columns[0]["collection_id"] if columns else None,
-        "columns": [
-            {
-                "column": c["column"],
-                "label": c["column_label"],
-                "values": _options(c["values"]),
-                "filled_rows": c["filled_rows"],
-            }
+    columns = queries.clinical_columns(release, table)
+    return IdcClinicalSchema(
+        table=table,
+        collection_id=columns[0]["collection_id"] if columns else None,
+        columns=[
+            IdcClinicalColumn(
+                column=c["column"],
+                label=c["column_label"],
+                values=_options(c["values"]),
+                filled_rows=c["filled_rows"],
+            )
             for c in columns
         ],
-        "notes": [JOIN_NOTE],
-    }
+        notes=[JOIN_NOTE],
+    )
 
 
 class ClinicalValuesParams(Params):
@@ -168,13 +153,7 @@ class ClinicalValuesParams(Params):
 
 
 def _columns(release: Release, table: str, wanted: list[str] | None) -> list[str]:
-    known = [
-        row[0]
-        for row in release.query(
-            'SELECT "column" FROM idc_clinical_index WHERE short_table_name = ? ORDER BY 1',
-            [table],
-        )
-    ]
+    known = queries.clinical_column_names(release, table)
     if not wanted:
         return known[:MAX_COLUMNS]
     unknown = [c for c in wanted if c not in known]
@@ -191,6 +170,7 @@ def _columns(release: Release, table: str, wanted: list[str] | None) -> list[str
     "Call for stage, survival or treatment of an IDC cohort: rows of one clinical table.",
     ClinicalValuesParams,
     GROUP,
+    response=IdcClinicalValues,
     guide=(
         "Get the rows of one Imaging Data Commons clinical table, optionally only for the"
         " patients of a build_cohort selection (joined by patient), with the most "
@@ -199,75 +179,32 @@ def _columns(release: Release, table: str, wanted: list[str] | None) -> list[str
         " filters keep the patients of the series those build_cohort filters select."
     ),
 )
-def get_clinical_values(release: Release, params: ClinicalValuesParams) -> dict[str, Any]:
+def get_clinical_values(release: Release, params: ClinicalValuesParams) -> IdcClinicalValues:
     require_idc(release)
     table = resolve_table(release, params.table)
     columns = _columns(release, table, params.columns)
     selection = compile_filters(release, params.filters)
-    where, args = "v.short_table_name = ?", [table]
-    cohort: dict[str, Any] = {}
-    if not selection.empty:
-        patients = (
-            f"SELECT DISTINCT collection_id, PatientID FROM idc_series WHERE {selection.where}"
-        )
-        where += f" AND (v.collection_id, v.dicom_patient_id) IN ({patients})"
-        args += selection.params
-        cohort = release.query_dicts(
-            f"""
-            WITH cohort AS ({patients})
-            SELECT count(*) AS patients,
-                   count(*) FILTER (WHERE (collection_id, PatientID) IN (
-                       SELECT collection_id, dicom_patient_id FROM idc_clinical_value
-                       WHERE short_table_name = ?)) AS patients_with_rows
-            FROM cohort
-            """,
-            [*selection.params, table],
-        )[0]
-    totals = release.query_dicts(
-        "SELECT count(DISTINCT row_number) AS matching_rows, count(DISTINCT dicom_patient_id) "
-        f"AS matching_patients FROM idc_clinical_value AS v WHERE {where}",
-        args,
-    )[0]
-    row_ids = [
-        r[0]
-        for r in release.query(
-            f"SELECT DISTINCT row_number FROM idc_clinical_value AS v WHERE {where} "
-            "ORDER BY 1 LIMIT ? OFFSET ?",
-            [*args, params.limit, params.offset],
-        )
-    ]
-    rows: dict[int, dict[str, Any]] = {
-        i: {"row_number": i, "dicom_patient_id": None} for i in row_ids
-    }
-    for number, patient, column, value in release.query(
-        'SELECT row_number, dicom_patient_id, "column", value FROM idc_clinical_value '
-        "WHERE short_table_name = ? AND list_contains(?, row_number) "
-        'AND list_contains(?, "column") ORDER BY row_number, "column"',
-        [table, row_ids, columns],
-    ):
+    scope = queries.ClinicalScope(release, table, selection)
+    totals = scope.totals()
+    row_ids = scope.row_numbers(params.limit, params.offset)
+    rows: dict[int, JsonObject] = {i: {"row_number": i, "dicom_patient_id": None} for i in row_ids}
+    for number, patient, column, value in scope.cells(row_ids, columns):
         rows[number]["dicom_patient_id"] = patient
         rows[number][column] = value
-    summary = release.query(
-        f"""
-        SELECT "column", value, count(*) AS n FROM idc_clinical_value AS v
-        WHERE {where} AND list_contains(?, "column")
-        GROUP BY 1, 2 QUALIFY row_number() OVER (PARTITION BY "column" ORDER BY n DESC, value)
-            <= {TOP_VALUES}
-        ORDER BY 1, n DESC, 2
-        """,
-        [*args, columns],
-    )
-    top: dict[str, list[dict[str, Any]]] = {c: [] for c in columns}
-    for column, value, n in summary:
-        top[column].append({"value": value, "rows": n})
-    return {
-        "table": table,
-        "columns": columns,
+    top: dict[str, list[IdcClinicalValueCount]] = {c: [] for c in columns}
+    for column, value, n in scope.top_values(columns, TOP_VALUES):
+        top[column].append(IdcClinicalValueCount(value=value, rows=n))
+    answer = IdcClinicalValues(
+        table=table,
+        columns=columns,
         **totals,
-        **({"cohort": cohort} if cohort else {}),
-        "top_values": top,
-        "page": page_block(totals["matching_rows"], params.limit, params.offset, len(row_ids)),
-        "rows": [rows[i] for i in row_ids],
-        **selection.echo(),
-        "notes": [*selection.notes, JOIN_NOTE],
-    }
+        top_values=top,
+        page=page_block(totals["matching_rows"], params.limit, params.offset, len(row_ids)),
+        rows=[rows[i] for i in row_ids],
+        filters_applied=selection.applied,
+        warnings=selection.warnings,
+        notes=[*selection.notes, JOIN_NOTE],
+    )
+    if not selection.empty:
+        answer.cohort = IdcClinicalCohort(**scope.cohort())
+    return answer

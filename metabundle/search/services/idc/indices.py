@@ -1,6 +1,5 @@
-"""Imaging Data Commons attributes: the columns of the specialized indices
-(``list_index_attributes``) and the values of any attribute, of ``idc_series`` or of an
-index (behind ``get_attribute_values``), counted in series.
+"""Imaging Data Commons specialized indices: their columns as filter attributes
+(``list_index_attributes``), and how the attribute tools describe an attribute.
 
 The indices are ``seg_index``, ``rtstruct_index``, ``ann_index``/``ann_group_index``,
 ``ct_index``, ``mr_index``, ``pt_index``, ``contrast_index``,
@@ -10,7 +9,7 @@ The indices are ``seg_index``, ``rtstruct_index``, ``ann_index``/``ann_group_ind
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -18,17 +17,16 @@ from metabundle.schemas import duckdb_type
 from metabundle.search.params import Params
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc.common import GROUP, require_idc
+from metabundle.search.services.idc import queries
 from metabundle.search.services.idc.filters import (
-    BODY_PART_NOTE,
     INDEX_NOTE,
     REFERENCE_COLUMNS,
     SERIES_INDICES,
     Attribute,
-    compile_filters,
     is_numeric,
-    require_loaded,
 )
+from metabundle.search.services.idc.models import IdcAttribute, IdcIndex, IdcIndexList
+from metabundle.search.services.idc.source import GROUP, require_idc
 
 IndexName = Literal[tuple(SERIES_INDICES)]  # type: ignore[valid-type]
 ROUTING_NOTE = (
@@ -45,7 +43,7 @@ def missing_indices(release: Release) -> dict[str, str]:
     return dict(details.get("missing") or {})
 
 
-def attribute_entry(attribute: Attribute) -> dict[str, Any]:
+def attribute_entry(attribute: Attribute) -> IdcAttribute:
     """An attribute as the attribute tools describe it."""
     column = attribute.column
     if is_numeric(column):
@@ -58,12 +56,12 @@ def attribute_entry(attribute: Attribute) -> dict[str, Any]:
         accepts = "list of values (a series matches when its list holds any of them)"
     else:
         accepts = "list of values"
-    return {
-        "name": attribute.name,
-        "type": duckdb_type(column, attribute.table),
-        "filter": accepts,
-        "description": column.description,
-    }
+    return IdcAttribute(
+        name=attribute.name,
+        type=duckdb_type(column, attribute.table),
+        filter=accepts,
+        description=column.description,
+    )
 
 
 class IndexAttributesParams(Params):
@@ -78,6 +76,7 @@ class IndexAttributesParams(Params):
     "Call when a property is not in list_attributes: columns of IDC's specialized indices.",
     IndexAttributesParams,
     GROUP,
+    response=IdcIndexList,
     guide=(
         "List the columns of Imaging Data Commons' specialized indices (seg_index, "
         "rtstruct_index, ann_index, ct_index, mr_index, pt_index, contrast_index, "
@@ -86,7 +85,7 @@ class IndexAttributesParams(Params):
         "stain, slice thickness, field strength, contrast) is not in list_attributes."
     ),
 )
-def list_index_attributes(release: Release, params: IndexAttributesParams) -> dict[str, Any]:
+def list_index_attributes(release: Release, params: IndexAttributesParams) -> IdcIndexList:
     require_idc(release)
     missing = missing_indices(release)
     indices = []
@@ -98,72 +97,20 @@ def list_index_attributes(release: Release, params: IndexAttributesParams) -> di
             for column in table.columns
             if column.name != "SeriesInstanceUID"
         ]
-        entry: dict[str, Any] = {
-            "index": name,
-            "table": table.name,
-            "loaded": name not in missing,
-            "rows": release.query(f"SELECT count(*) FROM {table.name}")[0][0],
-        }
+        entry = IdcIndex(
+            index=name,
+            table=table.name,
+            loaded=name not in missing,
+            rows=queries.row_count(release, table.name),
+            attributes=(
+                [attribute_entry(a) for a in attributes]
+                if params.index
+                else [a.name for a in attributes]
+            ),
+        )
         if REFERENCE_COLUMNS.get(name):
-            entry["references"] = REFERENCE_COLUMNS[name]
+            entry.references = REFERENCE_COLUMNS[name]
         if params.index:
-            entry["description"] = table.description
-            entry["attributes"] = [attribute_entry(a) for a in attributes]
-        else:
-            entry["attributes"] = [a.name for a in attributes]
+            entry.description = table.description
         indices.append(entry)
-    return {"indices": indices, "notes": [ROUTING_NOTE, INDEX_NOTE]}
-
-
-def attribute_values(
-    release: Release,
-    attribute: Attribute,
-    filters: dict[str, Any] | None,
-    contains: str | None,
-    limit: int,
-) -> dict[str, Any]:
-    """The distinct values of an attribute with the number of series holding each
-    (list columns counted per element), among the series ``filters`` select."""
-    require_loaded(release, attribute)
-    selection = compile_filters(release, filters)
-    where, args = selection.where, list(selection.params)
-    series = "count(*)"  # idc_series has one row per series
-    if attribute.index:
-        series = "count(DISTINCT SeriesInstanceUID)"
-        where = f"SeriesInstanceUID IN (SELECT SeriesInstanceUID FROM idc_series WHERE {where})"
-    if contains:
-        where += " AND contains(lower(CAST(v AS VARCHAR)), lower(?))"
-        args.append(contains)
-    values = f"({attribute.values_sql()})"
-    summary = release.query_dicts(
-        f"""
-        SELECT count(DISTINCT v) AS total_distinct,
-               {series} FILTER (WHERE v IS NULL) AS null_series,
-               {series} AS series, min(v) AS min, max(v) AS max
-        FROM {values} WHERE {where}
-        """,
-        args,
-    )[0]
-    rows = release.query(
-        f"SELECT v, {series} AS n FROM {values} "
-        f"WHERE {where} AND v IS NOT NULL GROUP BY 1 ORDER BY n DESC, 1 LIMIT ?",
-        [*args, limit],
-    )
-    payload: dict[str, Any] = {
-        **attribute_entry(attribute),
-        "values": [{"value": value, "series": n} for value, n in rows],
-        "returned": len(rows),
-        "total_distinct": summary["total_distinct"],
-        "truncated": len(rows) < summary["total_distinct"],
-        "null_series": summary["null_series"],
-        "series": summary["series"],
-        **selection.echo(),
-    }
-    if is_numeric(attribute.column):
-        payload["range"] = {"min": summary["min"], "max": summary["max"]}
-    if attribute.index in REFERENCE_COLUMNS and INDEX_NOTE not in payload["notes"]:
-        payload["notes"].append(INDEX_NOTE)
-    body_part = ("BodyPartExamined", "SegmentedPropertyType_CodeMeanings")
-    if attribute.column.name in body_part and BODY_PART_NOTE not in payload["notes"]:
-        payload["notes"].append(BODY_PART_NOTE)
-    return payload
+    return IdcIndexList(indices=indices, notes=[ROUTING_NOTE, INDEX_NOTE])

@@ -19,8 +19,15 @@ from typing import Any
 
 from metabundle.search.errors import invalid
 from metabundle.search.release import Release
-from metabundle.search.services.idc.common import SIZE_BYTES_SQL, size_block
+from metabundle.search.services.idc.blocks import size_block
 from metabundle.search.services.idc.filters import Selection
+from metabundle.search.services.idc.models import (
+    IdcDownload,
+    IdcManifestCommands,
+    IdcScopeCounts,
+    IdcSize,
+)
+from metabundle.search.services.idc.queries import SIZE_BYTES_SQL
 
 BATCH_ROWS = 1_000
 AWS_ENDPOINT = "https://s3.amazonaws.com"
@@ -76,17 +83,6 @@ def file_url(provider: str, aws_bucket: str, series_uuid: str, instance_uuid: st
     return f"{GCS_ENDPOINT}/{gcs_bucket(aws_bucket)}/{series_uuid}/{instance_uuid}.dcm"
 
 
-def instance_files(release: Release, series: list[str]) -> dict[str, list[str]]:
-    """Per series, the crdc_instance_uuid of each of its files, where the release has
-    instance-level data (sm_instance_index: slide microscopy)."""
-    rows = release.query(
-        "SELECT SeriesInstanceUID, list(crdc_instance_uuid ORDER BY crdc_instance_uuid) "
-        "FROM idc_sm_instance_index WHERE list_contains(?, SeriesInstanceUID) GROUP BY 1",
-        [series],
-    )
-    return dict(rows)
-
-
 def manifest_line(provider: str, aws_bucket: str, uuid: str) -> str:
     """One s5cmd manifest line, as the IDC portal exports them (``cp s3://b/u/* .``)."""
     return f"cp {series_prefix(provider, aws_bucket, uuid)}* ."
@@ -134,11 +130,12 @@ def scope(selection: Selection, idc_version: int | None = None) -> Scope:
     return Scope(sql, params, idc_version)
 
 
-def scope_counts(release: Release, rows: Scope) -> dict[str, Any]:
+def scope_counts(release: Release, rows: Scope) -> tuple[IdcScopeCounts, IdcSize]:
     """Distinct collections, patients, studies and series of a scope, and its size
     (remembered per release and scope: every page of a selection repeats them)."""
     counts = dict(_counts(release, rows.sql, json.dumps(rows.params, default=str)))
-    return {"counts": counts, "total_size": size_block(counts.pop("size_bytes"))}
+    size = size_block(counts.pop("size_bytes"))
+    return IdcScopeCounts(**counts), size
 
 
 @lru_cache(maxsize=64)
@@ -206,22 +203,27 @@ def selection_command(selection: Selection) -> str | None:
     )
 
 
+def manifest_commands(
+    selection: Selection, provider: str, idc_version: int | None = None
+) -> IdcManifestCommands:
+    """The commands that write the selection's manifest for ``provider`` and download it."""
+    file_name = manifest_file(provider, idc_version)
+    return IdcManifestCommands(
+        write_manifest=manifest_command(selection.applied, provider, idc_version),
+        s5cmd_command=s5cmd_command(provider, file_name),
+        idc_download_command=f"idc download {file_name} --download-dir {DOWNLOAD_DIR}",
+    )
+
+
 def download_block(
     selection: Selection, providers: list[str], idc_version: int | None = None
-) -> dict[str, Any]:
+) -> IdcDownload:
     """How to download the whole selection: write its s5cmd manifest with metabundle,
     then run s5cmd or idc-index's ``idc download`` on it."""
-    block: dict[str, Any] = {
-        "how": "Run write_manifest (it streams one line per series of the whole "
+    return IdcDownload(
+        how="Run write_manifest (it streams one line per series of the whole "
         "selection), then s5cmd_command, or idc_download_command after pip install "
         "idc-index (it lays files out as collection/patient/study/series).",
-        "selection_command": None if idc_version else selection_command(selection),
-    }
-    for provider in providers:
-        file_name = manifest_file(provider, idc_version)
-        block[provider] = {
-            "write_manifest": manifest_command(selection.applied, provider, idc_version),
-            "s5cmd_command": s5cmd_command(provider, file_name),
-            "idc_download_command": f"idc download {file_name} --download-dir {DOWNLOAD_DIR}",
-        }
-    return block
+        selection_command=None if idc_version else selection_command(selection),
+        **{p: manifest_commands(selection, p, idc_version) for p in providers},
+    )

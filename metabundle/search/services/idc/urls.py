@@ -20,15 +20,11 @@ from pydantic import Field, StringConstraints
 from metabundle.search.errors import RESULT_TOO_LARGE, ToolError, invalid, not_found
 from metabundle.search.jsonsafe import check_size
 from metabundle.search.params import Params, clamp
+from metabundle.search.payload import to_payload
 from metabundle.search.registry import call_tool, tool
 from metabundle.search.release import Release
-from metabundle.search.services.idc.common import (
-    GROUP,
-    human_size,
-    page_block,
-    require_idc,
-    series_bytes,
-)
+from metabundle.search.services.idc import queries
+from metabundle.search.services.idc.blocks import human_size, page_block, series_bytes
 from metabundle.search.services.idc.filters import (
     Filters,
     Selection,
@@ -39,14 +35,22 @@ from metabundle.search.services.idc.manifest import (
     ENDPOINTS,
     download_block,
     file_url,
-    instance_files,
     manifest_lines,
     page_rows,
     scope,
     scope_counts,
     series_prefix,
 )
-from metabundle.search.services.idc.tools import Offset
+from metabundle.search.services.idc.models import (
+    IdcCohortUrls,
+    IdcEndpoints,
+    IdcProviderFiles,
+    IdcScopeCounts,
+    IdcSeriesUrls,
+    IdcSize,
+    IdcViewerLink,
+)
+from metabundle.search.services.idc.source import GROUP, Offset, require_idc
 
 MAX_SERIES = 500_000
 """The largest selection get_cohort_urls pages through (its manifest is streamed)."""
@@ -81,22 +85,22 @@ class CohortUrlsParams(Params):
     ] = None
 
 
-def _too_large(summary: dict[str, Any], selection: Selection) -> ToolError:
-    series = summary["counts"]["series"]
+def _too_large(counts: IdcScopeCounts, size: IdcSize, selection: Selection) -> ToolError:
     return ToolError(
         RESULT_TOO_LARGE,
         f"get_cohort_urls pages through at most {MAX_SERIES:,} series and these filters "
-        f"select {series:,} ({summary['total_size']['human']}); narrow the filters, or "
+        f"select {counts.series:,} ({size.human}); narrow the filters, or "
         "write the whole manifest with details.download.",
         cap=MAX_SERIES,
-        **summary,
-        download=download_block(selection, ["aws"]),
+        counts=to_payload(counts),
+        total_size=to_payload(size),
+        download=to_payload(download_block(selection, ["aws"])),
     )
 
 
 @lru_cache(maxsize=8)
 def _current_version(release: Release) -> int:
-    return release.query("SELECT max(idc_version) FROM idc_version")[0][0]
+    return queries.latest_version(release)["idc_version"]
 
 
 @tool(
@@ -104,6 +108,7 @@ def _current_version(release: Release) -> int:
     "Call after build_cohort for download links of a selection, a page at a time.",
     CohortUrlsParams,
     GROUP,
+    response=IdcCohortUrls,
     guide=(
         "Get download links for a filtered selection of series a page at a time (s5cmd "
         "s3:// and gs:// series prefixes, sizes, totals) with the commands for the whole "
@@ -118,7 +123,7 @@ def _current_version(release: Release) -> int:
         "prior_versions_index."
     ),
 )
-def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any]:
+def get_cohort_urls(release: Release, params: CohortUrlsParams) -> IdcCohortUrls:
     require_idc(release)
     selection = compile_filters(release, params.filters)
     require_filters(
@@ -130,44 +135,47 @@ def get_cohort_urls(release: Release, params: CohortUrlsParams) -> dict[str, Any
     if version is not None and version >= _current_version(release):
         version = None  # the current release: idc_series as it is
     rows = scope(selection, version)
-    summary = scope_counts(release, rows)
-    if summary["counts"]["series"] > MAX_SERIES:
-        raise _too_large(summary, selection)
+    counts, size = scope_counts(release, rows)
+    if counts.series > MAX_SERIES:
+        raise _too_large(counts, size, selection)
     providers = ["aws", "gcs"] if params.provider == "both" else [params.provider]
     page = page_rows(release, rows, params.limit, params.offset)
-    files = instance_files(release, [row[0] for row in page]) if params.files else {}
+    files = queries.instance_files(release, [row[0] for row in page]) if params.files else {}
     series = []
     for uid, bucket, uuid, size_mb in page:
-        entry = {
-            "SeriesInstanceUID": uid,
-            "size_bytes": series_bytes(size_mb),
+        entry = IdcSeriesUrls(
+            SeriesInstanceUID=uid,
+            size_bytes=series_bytes(size_mb),
             **{p: series_prefix(p, bucket, uuid) for p in providers},
-        }
+        )
         if uid in files:
-            entry["https_files"] = {
-                p: [file_url(p, bucket, uuid, instance) for instance in files[uid]]
-                for p in providers
-            }
+            entry.https_files = IdcProviderFiles(
+                **{
+                    p: [file_url(p, bucket, uuid, instance) for instance in files[uid]]
+                    for p in providers
+                }
+            )
         series.append(entry)
     warnings = list(selection.warnings)
-    total_bytes = summary["total_size"]["bytes"]
-    if total_bytes > LARGE_BYTES:
+    if size.bytes > LARGE_BYTES:
         warnings.append(
-            f"This selection is {human_size(total_bytes)}: check disk space and confirm "
+            f"This selection is {human_size(size.bytes)}: check disk space and confirm "
             "with the user before downloading."
         )
-    payload = {
-        **summary,
-        "idc_version": f"v{version or _current_version(release)}",
-        "page": page_block(summary["counts"]["series"], params.limit, params.offset, len(series)),
-        "series": series,
-        "endpoint_urls": {p: ENDPOINTS[p] for p in providers},
-        "download": download_block(selection, providers, version),
-        "filters_applied": selection.applied,
-        "warnings": warnings,
-        "notes": [*selection.notes, URL_NOTE],
-    }
-    return check_size(payload, "lower limit, pick one provider or drop files")
+    answer = IdcCohortUrls(
+        counts=counts,
+        total_size=size,
+        idc_version=f"v{version or _current_version(release)}",
+        page=page_block(counts.series, params.limit, params.offset, len(series)),
+        series=series,
+        endpoint_urls=IdcEndpoints(**{p: ENDPOINTS[p] for p in providers}),
+        download=download_block(selection, providers, version),
+        filters_applied=selection.applied,
+        warnings=warnings,
+        notes=[*selection.notes, URL_NOTE],
+    )
+    check_size(to_payload(answer), "lower limit, pick one provider or drop files")
+    return answer
 
 
 def cohort_manifest(
@@ -198,37 +206,25 @@ class ViewerParams(Params):
     viewer: Literal["auto", "ohif_v3", "slim"] = "auto"
 
 
-def _study_series(release: Release, study: str) -> list[dict[str, Any]]:
-    return release.query_dicts(
-        "SELECT SeriesInstanceUID, Modality, collection_id FROM idc_series "
-        "WHERE StudyInstanceUID = ? ORDER BY SeriesInstanceUID",
-        [study],
-    )
-
-
 def _study_of(release: Release, series: str | None) -> str:
     """The study of a series given alone."""
     if series is None:
         raise invalid("get_viewer_url: pass series_instance_uid, study_instance_uid or both.")
-    rows = release.query(
-        "SELECT StudyInstanceUID FROM idc_series WHERE SeriesInstanceUID = ?", [series]
-    )
-    if not rows:
+    study = queries.study_of(release, series)
+    if study is None:
         raise not_found(
             f"There is no series {series!r} in this IDC release; find series with build_cohort."
         )
-    return rows[0][0]
+    return study
 
 
 def _unknown_study(release: Release, study: str) -> ToolError:
-    as_series = release.query(
-        "SELECT StudyInstanceUID FROM idc_series WHERE SeriesInstanceUID = ?", [study]
-    )
-    if as_series:
+    its_study = queries.study_of(release, study)
+    if its_study is not None:
         return not_found(
             f"{study!r} is a SeriesInstanceUID, not a StudyInstanceUID; its study is "
-            f"{as_series[0][0]!r}.",
-            suggestions=[as_series[0][0]],
+            f"{its_study!r}.",
+            suggestions=[its_study],
         )
     return not_found(
         f"There is no study {study!r} in this IDC release; find studies with build_cohort."
@@ -239,12 +235,10 @@ def _series_of(release: Release, rows: list[dict[str, Any]], study: str, uid: st
     for row in rows:
         if row["SeriesInstanceUID"] == uid:
             return row
-    elsewhere = release.query(
-        "SELECT StudyInstanceUID FROM idc_series WHERE SeriesInstanceUID = ?", [uid]
-    )
-    if elsewhere:
+    elsewhere = queries.study_of(release, uid)
+    if elsewhere is not None:
         raise invalid(
-            f"series_instance_uid {uid!r} belongs to study {elsewhere[0][0]!r}, not to {study!r}."
+            f"series_instance_uid {uid!r} belongs to study {elsewhere!r}, not to {study!r}."
         )
     raise not_found(f"There is no series {uid!r} in this IDC release.")
 
@@ -265,6 +259,7 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
     "Call to let a user look at an IDC series or study in the web viewer.",
     ViewerParams,
     GROUP,
+    response=IdcViewerLink,
     guide=(
         "Get a link opening a series or study in the IDC web viewer (SLIM for slides, "
         "OHIF for radiology). Call it to let a user look at images found with "
@@ -274,10 +269,10 @@ def viewer_url(viewer: str, study: str, series: str | None) -> str:
         " OHIF v3 otherwise."
     ),
 )
-def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
+def get_viewer_url(release: Release, params: ViewerParams) -> IdcViewerLink:
     require_idc(release)
     study = params.study_instance_uid or _study_of(release, params.series_instance_uid)
-    rows = _study_series(release, study)
+    rows = queries.study_series(release, study)
     if not rows:
         raise _unknown_study(release, study)
     series_uid = params.series_instance_uid
@@ -286,13 +281,13 @@ def get_viewer_url(release: Release, params: ViewerParams) -> dict[str, Any]:
     viewer = params.viewer
     if viewer == "auto":
         viewer = "slim" if "SM" in modalities else "ohif_v3"
-    return {
-        "viewer": viewer,
-        "url": viewer_url(viewer, study, series_uid),
-        "study_instance_uid": study,
-        "series_instance_uid": series_uid,
-        "modalities": modalities,
-        "collection_id": rows[0]["collection_id"],
-        "note": "The IDC viewer streams images through a quota-limited proxy; for "
+    return IdcViewerLink(
+        viewer=viewer,
+        url=viewer_url(viewer, study, series_uid),
+        study_instance_uid=study,
+        series_instance_uid=series_uid,
+        modalities=modalities,
+        collection_id=rows[0]["collection_id"],
+        note="The IDC viewer streams images through a quota-limited proxy; for "
         "analysis, download with get_cohort_urls.",
-    }
+    )
