@@ -147,6 +147,27 @@ def test_crosswalk_tool_groups_by_source_and_follows_descendants(release: Releas
             assert item["athena_url"].endswith(str(item["concept_id"]))
 
 
+def test_each_source_lists_only_its_own_links(release: Release) -> None:
+    """A concept recorded by several sources: each source's group holds its links and
+    no other source's."""
+    ((concept_id,),) = release.query(
+        "SELECT concept_id FROM concept_crosswalk GROUP BY 1 "
+        "HAVING count(DISTINCT source) > 1 ORDER BY count(*), 1 LIMIT 1"
+    )
+    payload = call(release, "concept_crosswalk", concept_id=concept_id, limit=500)
+    assert len(payload["sources"]) > 1
+    for source, group in payload["sources"].items():
+        own = {
+            entity_id
+            for (entity_id,) in release.query(
+                "SELECT entity_id FROM concept_crosswalk WHERE source = ?", [source]
+            )
+        }
+        assert group["items"] and {item["entity_id"] for item in group["items"]} <= own
+        assert len(group["items"]) <= group["links"]
+        assert group["truncated"] == (group["links"] > len(group["items"]))
+
+
 def test_similarity_links_are_labelled_and_strong(release: Release) -> None:
     rows = release.query_dicts(
         "SELECT * FROM concept_crosswalk WHERE method = 'embedding_similarity'"

@@ -98,9 +98,12 @@ def concept_crosswalk(release: Release, params: CrosswalkParams) -> CrosswalkAns
         k: v["concept_name"]
         for k, v in concepts_by_id(release, {int(r["concept_id"]) for r in rows}).items()
     }
+    by_source: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_source.setdefault(row.pop("source"), []).append(row)
     sources: dict[str, CrosswalkSource] = {}
     for source, links, entities in counts:
-        listed = [_link(r, names) for r in rows if r.pop("source", source) == source]
+        listed = [_link(r, names) for r in by_source.get(source, [])]
         sources[source] = CrosswalkSource(
             links=links, entities=entities, truncated=links > len(listed), items=listed
         )
