@@ -429,7 +429,7 @@ def scope_of(release: Release, source: str, target: Target) -> Scope:
     """The filter mask (and keyword generator) of the source's hybrid tool."""
     from metabundle.search.ranking.policies import DBGAP_DOCUMENTS
     from metabundle.search.services.aou.ranking import AouFilters
-    from metabundle.search.services.dbgap import catalog as dbgap_catalog
+    from metabundle.search.services.dbgap import catalog_search as dbgap_catalog
     from metabundle.search.services.omop.filters import concept_doc_mask
     from metabundle.search.services.ukb.queries import field_mask
 

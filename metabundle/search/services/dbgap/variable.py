@@ -15,34 +15,27 @@ from pydantic import Field
 
 from metabundle.search.coverage import missing
 from metabundle.search.errors import invalid
-from metabundle.search.jsonsafe import to_json_value
 from metabundle.search.params import Params
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
-from metabundle.search.services.dbgap.catalog import variable_stats
+from metabundle.search.services.dbgap.models import (
+    CodedValue,
+    CodedValues,
+    StudySummary,
+    VariableAnswer,
+    VariableDataset,
+    VariableRecord,
+)
+from metabundle.search.services.dbgap.queries import (
+    dictionary_values,
+    value_count_rows,
+    variable_rows,
+)
+from metabundle.search.services.dbgap.stats import variable_stats
 from metabundle.search.services.dbgap.studies import study_index
 
 MAX_VALUES = 100
 VARIABLE_ID_RE = re.compile(r"(?:phs\d{6}\.v\d+\.p\d+/)?phv\d{8}(?:\.v\d+(?:\.p\d+)?)?")
-
-VARIABLE_SQL = """
-SELECT v.variable_id, v.variable_accession, v.name, v.description, v.type, v.units,
-       v.logical_min, v.logical_max, v.comment, v.collection_interval, v.value_count,
-       v.is_unique_key, v.has_stats, v.metadata_source, v.synthetic, v.canonical_url,
-       v.study_accession, v.dataset_id, d.dataset_accession, d.name AS dataset_name,
-       d.description AS dataset_description, d.canonical_url AS dataset_url
-FROM dbgap_variable v JOIN dbgap_dataset d USING (dataset_id)
-WHERE {where}
-ORDER BY v.variable_version DESC, v.study_accession DESC
-"""
-VALUES_SQL = """
-SELECT value_order, code, label, is_replacement FROM dbgap_variable_value
-WHERE variable_id = ? ORDER BY value_order
-"""
-COUNTS_SQL = """
-SELECT code, value, count FROM dbgap_variable_value_count
-WHERE variable_id = ? AND consent_group = 'total' ORDER BY value_order
-"""
 
 
 class VariableParams(Params):
@@ -55,13 +48,13 @@ class VariableParams(Params):
     ]
 
 
-def _where(text: str) -> tuple[str, str]:
+def _column(text: str) -> str:
     """The column a variable id names, by its form."""
     if "/" in text:
-        return "v.variable_id = ?", text
+        return "v.variable_id"
     if "." in text:
-        return "v.variable_accession = ?", text
-    return "v.variable_base = ?", text
+        return "v.variable_accession"
+    return "v.variable_base"
 
 
 def find_variable(release: Release, variable_id: str) -> tuple[dict[str, Any], list[str]]:
@@ -73,8 +66,7 @@ def find_variable(release: Release, variable_id: str) -> tuple[dict[str, Any], l
             "get_dbgap_variable: variable_id must be a dbGaP variable id such as "
             f"phs000286.v7.p2/phv00124546.v4.p2 or phv00124546.v4.p2, not {variable_id[:80]!r}."
         )
-    where, value = _where(text)
-    rows = release.query_dicts(VARIABLE_SQL.format(where=where), [value])
+    rows = variable_rows(release, _column(text), text)
     if not rows:
         raise missing(
             release,
@@ -84,29 +76,29 @@ def find_variable(release: Release, variable_id: str) -> tuple[dict[str, Any], l
     return rows[0], [row["variable_id"] for row in rows[1:]]
 
 
-def coded_values(release: Release, variable_id: str) -> dict[str, Any]:
+def coded_values(release: Release, variable_id: str) -> CodedValues:
     """The data dictionary's code → label values, each with its count over all
     subjects where the variable report gives one; codes only the report lists follow."""
-    counts = {row["code"]: row for row in release.query_dicts(COUNTS_SQL, [variable_id])}
+    counts = {row["code"]: row for row in value_count_rows(release, [variable_id])}
     items = [
-        {
-            "code": row["code"],
-            "label": row["label"],
-            "is_replacement": row["is_replacement"],
-            "count": counts.pop(row["code"])["count"] if row["code"] in counts else None,
-        }
-        for row in release.query_dicts(VALUES_SQL, [variable_id])
+        CodedValue(
+            code=row["code"],
+            label=row["label"],
+            is_replacement=row["is_replacement"],
+            count=counts.pop(row["code"])["count"] if row["code"] in counts else None,
+        )
+        for row in dictionary_values(release, variable_id)
     ]
     items += [
-        {"code": code, "label": row["value"], "is_replacement": False, "count": row["count"]}
+        CodedValue(code=code, label=row["value"], is_replacement=False, count=row["count"])
         for code, row in counts.items()
     ]
-    return {
-        "total": len(items),
-        "items": items[:MAX_VALUES],
-        "truncated": len(items) > MAX_VALUES,
-        "tables": ["dbgap_variable_value", "dbgap_variable_value_count"],
-    }
+    return CodedValues(
+        total=len(items),
+        items=items[:MAX_VALUES],
+        truncated=len(items) > MAX_VALUES,
+        tables=["dbgap_variable_value", "dbgap_variable_value_count"],
+    )
 
 
 @tool(
@@ -114,6 +106,7 @@ def coded_values(release: Release, variable_id: str) -> dict[str, Any]:
     "Call with a search_dbgap_catalog id or phv accession for a variable's coded values.",
     VariableParams,
     "dbgap",
+    response=VariableAnswer,
     guide=(
         "Get one dbGaP variable with its coded values and labels (with counts where "
         "reported) and its statistics. Call it with an id from search_dbgap_catalog (or a"
@@ -124,40 +117,39 @@ def coded_values(release: Release, variable_id: str) -> dict[str, Any]:
         "access."
     ),
 )
-def get_dbgap_variable(release: Release, params: VariableParams) -> dict[str, Any]:
+def get_dbgap_variable(release: Release, params: VariableParams) -> VariableAnswer:
     row, others = find_variable(release, params.variable_id)
     study = study_index(release).by_id[row["study_accession"]]
     synthetic = {"synthetic": True} if row["synthetic"] else {}
-    payload = {
-        "variable": {
-            "id": row["variable_id"],
-            "accession": row["variable_accession"],
-            "name": row["name"],
-            "description": row["description"],
-            "type": row["type"],
-            "units": row["units"],
-            "logical_min": row["logical_min"],
-            "logical_max": row["logical_max"],
-            "comment": row["comment"],
-            "collection_interval": row["collection_interval"],
-            "is_unique_key": row["is_unique_key"],
-            "coded_value_count": row["value_count"],
-            "has_stats": row["has_stats"],
-            "metadata_source": row["metadata_source"],
+    return VariableAnswer(
+        variable=VariableRecord(
+            id=row["variable_id"],
+            accession=row["variable_accession"],
+            name=row["name"],
+            description=row["description"],
+            type=row["type"],
+            units=row["units"],
+            logical_min=row["logical_min"],
+            logical_max=row["logical_max"],
+            comment=row["comment"],
+            collection_interval=row["collection_interval"],
+            is_unique_key=row["is_unique_key"],
+            coded_value_count=row["value_count"],
+            has_stats=row["has_stats"],
+            metadata_source=row["metadata_source"],
             **synthetic,
-            "canonical_url": row["canonical_url"],
-        },
-        "dataset": {
-            "dataset_id": row["dataset_id"],
-            "accession": row["dataset_accession"],
-            "name": row["dataset_name"],
-            "description": row["dataset_description"],
-            "canonical_url": row["dataset_url"],
-        },
-        "study": study.summary(),
-        "values": coded_values(release, row["variable_id"]),
-        "stats": variable_stats(release, [row["variable_id"]])[row["variable_id"]],
-        "other_versions": others,
-        "canonical_url": row["canonical_url"],
-    }
-    return to_json_value(payload)
+            canonical_url=row["canonical_url"],
+        ),
+        dataset=VariableDataset(
+            dataset_id=row["dataset_id"],
+            accession=row["dataset_accession"],
+            name=row["dataset_name"],
+            description=row["dataset_description"],
+            canonical_url=row["dataset_url"],
+        ),
+        study=study.summary(StudySummary),
+        values=coded_values(release, row["variable_id"]),
+        stats=variable_stats(release, [row["variable_id"]])[row["variable_id"]],
+        other_versions=others,
+        canonical_url=row["canonical_url"],
+    )

@@ -1,13 +1,14 @@
 """``find_variables_across_studies``: the dbGaP variables that measure one concept, in
 every study at once, grouped by study.
 
-The studies searched are the preferred version (:func:`.dbgap_studies.preference`: the
+The studies searched are the preferred version (:func:`.studies.preference`: the
 one with the most variables) of every study with variable metadata, narrowed by a list
 of accessions, a parent study (the parent and the studies that declare it) and a
 disease or focus (``dbgap_study.diseases``). Those studies' variables form one mask,
-applied before any candidate limit, and one call of :func:`..retrieval.rank` ranks
-them with the dbGaP catalogue's fusion; the service only groups that ranking by study
-(a study's place is its best hit's) and keeps each study's first ``per_study`` hits.
+applied before any candidate limit, and one call of
+:func:`metabundle.search.ranking.pipeline.rank` ranks them with the dbGaP catalogue's
+fusion; the service only groups that ranking by study (a study's place is its best
+hit's) and keeps each study's first ``per_study`` hits.
 Variables are ranked by their descriptions (their titles), so opaque names such as
 Framingham's ``fw020`` are found by what they measure.
 """
@@ -16,18 +17,28 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
 from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Method, Params, Query, clamp
+from metabundle.search.payload import Retrieval
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import DBGAP_VARIABLES
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import MAX_POOL, Hit, documents, mask_from_sql
-from metabundle.search.services.dbgap.catalog import result_items
+from metabundle.search.services.dbgap.catalog_items import result_items
+from metabundle.search.services.dbgap.models import (
+    AcrossAnswer,
+    AcrossFilters,
+    GroupStudy,
+    GroupVariable,
+    StudyGroup,
+    VariableItem,
+)
+from metabundle.search.services.dbgap.queries import study_diseases
 from metabundle.search.services.dbgap.studies import (
     ACCESSION_RE,
     StudyIndex,
@@ -40,26 +51,6 @@ MAX_STUDIES_LISTED = 50
 MAX_PER_STUDY = 10
 MAX_STUDY_FILTER = 100
 DISEASE_SUGGESTIONS = 5
-VARIABLE_FIELDS = (
-    "rank",
-    "id",
-    "accession",
-    "name",
-    "title",
-    "description",
-    "dataset_name",
-    "units",
-    "type",
-    "collection_interval",
-    "canonical_url",
-    "scores",
-)
-"""The fields of a variable hit kept in a study's group (get_dbgap_variable has all)."""
-
-DISEASES_SQL = """
-SELECT study_accession, diseases FROM dbgap_study
-WHERE list_contains(?::VARCHAR[], study_accession)
-"""
 
 
 class AcrossParams(Params):
@@ -95,7 +86,7 @@ class Scope:
     """The study versions searched and the filters that chose them."""
 
     studies: list[StudyVersion]
-    filters: dict[str, Any]
+    filters: AcrossFilters
     without_variables: list[str]
 
 
@@ -159,10 +150,7 @@ def _with_disease(release: Release, rows: list[StudyVersion], disease: str) -> l
     """``rows`` whose diseases/focus contain ``disease`` (ignoring case); ``not_found``
     with the closest values the release holds when none does."""
     wanted = " ".join(disease.lower().split())
-    diseases = {
-        accession: [d for d in values or [] if d]
-        for accession, values in release.query(DISEASES_SQL, [[r.study_id for r in rows]])
-    }
+    diseases = study_diseases(release, [r.study_id for r in rows])
     kept = [r for r in rows if any(wanted in d.lower() for d in diseases.get(r.study_id, []))]
     if kept:
         return kept
@@ -197,11 +185,9 @@ def scope(release: Release, params: AcrossParams) -> Scope:
             + (f" ({', '.join(without)} have none)." if without else "."),
             studies_without_variables=without,
         )
-    filters = {
-        "studies": params.studies,
-        "parent_study": params.parent_study,
-        "disease": params.disease,
-    }
+    filters = AcrossFilters(
+        studies=params.studies, parent_study=params.parent_study, disease=params.disease
+    )
     return Scope(sorted(rows, key=lambda r: r.study_id), filters, without)
 
 
@@ -217,25 +203,31 @@ def by_study(release: Release, hits: list[Hit]) -> dict[str, list[Hit]]:
     return groups
 
 
-def study_block(row: StudyVersion) -> dict[str, Any]:
+def study_block(row: StudyVersion) -> GroupStudy:
     """The study a group belongs to: name, version, size and parent."""
-    return {
-        "study_id": row.study_id,
-        "base": row.base,
-        "version": row.version,
-        "name": row.name,
-        "acronyms": list(row.acronyms),
-        "is_current_version": row.is_current,
-        "current_study_id": row.current_study_id,
-        "variable_count": row.variable_count,
+    return GroupStudy(
+        study_id=row.study_id,
+        base=row.base,
+        version=row.version,
+        name=row.name,
+        acronyms=list(row.acronyms),
+        is_current_version=row.is_current,
+        current_study_id=row.current_study_id,
+        variable_count=row.variable_count,
         **({"sub_study_of": row.parent_base} if row.parent_base else {}),
         **({"synthetic": True} if row.synthetic else {}),
-        "canonical_url": row.canonical_url,
+        canonical_url=row.canonical_url,
+    )
+
+
+def group_variable(item: VariableItem, rank_in_study: int) -> GroupVariable:
+    """The fields of ``item`` that a study's group keeps, ranked within the study."""
+    kept = {
+        name: getattr(item, name)
+        for name in GroupVariable.model_fields
+        if name in item.model_fields_set
     }
-
-
-def variable_item(item: dict[str, Any]) -> dict[str, Any]:
-    return {name: item[name] for name in VARIABLE_FIELDS if name in item}
+    return GroupVariable(**{**kept, "rank": rank_in_study})
 
 
 @tool(
@@ -243,6 +235,7 @@ def variable_item(item: dict[str, Any]) -> dict[str, Any]:
     "Call to find the dbGaP variables measuring one concept in many studies at once.",
     AcrossParams,
     GROUP,
+    response=AcrossAnswer,
     guide=(
         "Call this to find the dbGaP variables that measure one concept in many studies "
         "at once (harmonizing cohorts: e.g. systolic blood pressure in Framingham, MESA, "
@@ -256,7 +249,7 @@ def variable_item(item: dict[str, Any]) -> dict[str, Any]:
         " lists a study's)."
     ),
 )
-def find_variables_across_studies(release: Release, params: AcrossParams) -> dict[str, Any]:
+def find_variables_across_studies(release: Release, params: AcrossParams) -> AcrossAnswer:
     searched = scope(release, params)
     index = study_index(release)
     mask = mask_from_sql(
@@ -278,31 +271,32 @@ def find_variables_across_studies(release: Release, params: AcrossParams) -> dic
     items = iter(result_items(release, "variable", kept))
     results = []
     for position, (study_id, group) in enumerate(shown, start=1):
-        variables = [variable_item(next(items)) for _ in group[: params.per_study]]
-        for rank_in_study, variable in enumerate(variables, start=1):
-            variable["rank"] = rank_in_study
+        variables = [
+            group_variable(next(items), rank_in_study)
+            for rank_in_study, _hit in enumerate(group[: params.per_study], start=1)
+        ]
         results.append(
-            {
-                "rank": position,
-                "study": study_block(index.by_id[study_id]),
-                "best_score": variables[0]["scores"]["score"],
-                "variables": variables,
-                "variables_in_pool": len(group),
-            }
+            StudyGroup(
+                rank=position,
+                study=study_block(index.by_id[study_id]),
+                best_score=variables[0].scores.score,
+                variables=variables,
+                variables_in_pool=len(group),
+            )
         )
-    payload: dict[str, Any] = {
-        "query": params.query,
-        "filters": searched.filters,
-        "studies_searched": len(searched.studies),
-        "studies_matched": len(groups),
-        "truncated": len(groups) > len(shown),
-        "candidate_pool": MAX_POOL,
-        "retrieval": retrieval.to_json(),
-        "results": results,
-        "next": "Call get_dbgap_variable(variable_id=...) for a variable's coded values "
+    answer = AcrossAnswer(
+        query=params.query,
+        filters=searched.filters,
+        studies_searched=len(searched.studies),
+        studies_matched=len(groups),
+        truncated=len(groups) > len(shown),
+        candidate_pool=MAX_POOL,
+        retrieval=Retrieval.model_validate(retrieval.to_json()),
+        results=results,
+        next="Call get_dbgap_variable(variable_id=...) for a variable's coded values "
         "and statistics, or search_dbgap_catalog(study_id=..., query=...) for more of one "
         "study's variables.",
-    }
+    )
     if searched.without_variables:
-        payload["studies_without_variables"] = searched.without_variables
-    return payload
+        answer.studies_without_variables = searched.without_variables
+    return answer
