@@ -51,7 +51,7 @@ class ToolSpec:
     params: type[BaseModel]
     handler: Handler
     group: str
-    response: type[ResponseModel] | None  # TRANSITION: required once every tool has one
+    response: type[ResponseModel]
     guide: str | None = None
 
     @property
@@ -74,7 +74,7 @@ def tool(
     params: type[BaseModel],
     group: str,
     *,
-    response: type[ResponseModel] | None = None,  # TRANSITION: required
+    response: type[ResponseModel],
     guide: str | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register ``handler`` as tool ``name``, answering with a ``response`` instance;
@@ -176,13 +176,10 @@ def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> 
         raise absent_source(release, spec)
     params = parse_arguments(spec, arguments)
     answer = spec.handler(release, params)
-    if spec.response is None:  # TRANSITION
-        payload = {**answer, "data_notice": UNTRUSTED_NOTICE}
-    else:
-        if not isinstance(answer, spec.response):
-            wrong = type(answer).__name__
-            raise TypeError(f"{name} answered {wrong}, not {spec.response.__name__}")
-        payload = {**to_payload(answer), "data_notice": UNTRUSTED_NOTICE}
+    if not isinstance(answer, spec.response):
+        wrong = type(answer).__name__
+        raise TypeError(f"{name} answered {wrong}, not {spec.response.__name__}")
+    payload = {**to_payload(answer), "data_notice": UNTRUSTED_NOTICE}
     return fit_payload(payload, getattr(params, "offset", None))
 
 
