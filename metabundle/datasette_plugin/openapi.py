@@ -48,8 +48,10 @@ ENVELOPE_PROPERTIES: dict[str, Any] = {
 
 
 def _hoisted(schema: dict[str, Any], shared: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with its definitions moved into ``shared``."""
+    """``schema`` with its definitions moved into ``shared`` (pydantic's empty schema of
+    ``JsonValue``, any JSON value, described as such)."""
     for name, definition in schema.pop("$defs", {}).items():
+        definition = definition or {"description": "Any JSON value, as the data holds it."}
         if shared.setdefault(name, definition) != definition:
             raise ValueError(f"two different models are both named {name}")
     return schema
