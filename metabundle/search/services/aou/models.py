@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Generic, TypeVar
 
 from metabundle.search.payload import HitScores, ResponseModel, Retrieval
+from metabundle.search.services.omop.models import LinkedConcept
 
 # -- search_aou_catalog -------------------------------------------------------------------
 
@@ -175,20 +176,6 @@ class Relationship(ResponseModel):
     qualifier: str | None
     item: ItemRef
     via: ItemRef | None
-
-
-class LinkedConcept(ResponseModel):
-    """A standard OMOP concept an entity links to (``concept_crosswalk``); ``get_ukb_field``
-    shows them too."""
-
-    concept_id: int
-    relationship_id: str | None
-    method: str
-    link_type: str
-    score: float | None
-    provenance: str
-    concept_name: str | None
-    athena_url: str
 
 
 class ItemAnswer(ResponseModel):

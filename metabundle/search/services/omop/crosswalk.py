@@ -24,6 +24,7 @@ from metabundle.search.services.omop.models import (
     CrosswalkAnswer,
     CrosswalkLink,
     CrosswalkSource,
+    LinkedConcept,
     UnlistedConcept,
 )
 from metabundle.search.services.omop.queries import (
@@ -120,16 +121,16 @@ def concept_crosswalk(release: Release, params: CrosswalkParams) -> CrosswalkAns
     )
 
 
-def linked_concepts(release: Release, source: str, entity_id: str) -> list[dict[str, Any]]:
+def linked_concepts(release: Release, source: str, entity_id: str) -> list[LinkedConcept]:
     """The standard concepts one entity links to, curated first, with method and
     provenance (empty when the release has no crosswalk)."""
     rows = entity_links(release, source, entity_id)
     names = concepts_by_id(release, {int(r["concept_id"]) for r in rows})
     return [
-        {
+        LinkedConcept(
             **r,
-            "concept_name": (names.get(int(r["concept_id"])) or {}).get("concept_name"),
-            "athena_url": athena_url(r["concept_id"]),
-        }
+            concept_name=(names.get(int(r["concept_id"])) or {}).get("concept_name"),
+            athena_url=athena_url(r["concept_id"]),
+        )
         for r in rows
     ]

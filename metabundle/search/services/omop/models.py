@@ -456,3 +456,17 @@ class CrosswalkAnswer(ResponseModel):
     concept: Concept | UnlistedConcept
     include_descendants: bool
     sources: dict[str, CrosswalkSource]
+
+
+class LinkedConcept(ResponseModel):
+    """A standard concept one entity links to, as the entity tools (``get_ukb_field``,
+    ``get_aou_item``) show it (:func:`..crosswalk.linked_concepts`)."""
+
+    concept_id: int
+    relationship_id: str | None
+    method: str
+    link_type: str
+    score: float | None
+    provenance: str
+    concept_name: str | None
+    athena_url: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from metabundle.search.payload import ResponseModel, Retrieval
-from metabundle.search.services.aou.models import LinkedConcept
+from metabundle.search.services.omop.models import LinkedConcept
 
 # -- search_ukb_fields --------------------------------------------------------------------
 

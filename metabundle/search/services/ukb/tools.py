@@ -47,7 +47,6 @@ from metabundle.search.services.ukb.models import (
     FieldResult,
     FieldScores,
     FieldSearchAnswer,
-    LinkedConcept,
     MatchedAlias,
 )
 from metabundle.search.services.ukb.showcase import field_url, showcase_url
@@ -285,8 +284,5 @@ def get_ukb_field(release: Release, params: GetUkbFieldParams) -> FieldAnswer:
         encoding=encoding_block(release, row["encoding_id"], params.value_limit),
         category=category_block(release, row),
         aliases=alias_summary(aliases),
-        linked_concepts=[
-            LinkedConcept.model_validate(link)
-            for link in linked_concepts(release, "ukb", str(field_id))
-        ],
+        linked_concepts=linked_concepts(release, "ukb", str(field_id)),
     )
