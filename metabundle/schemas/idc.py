@@ -42,6 +42,7 @@ IDC = register_source(
 )
 
 SOURCE = IDC.name
+PLAIN_TEXT = "as plain text (markup removed, HTML entities decoded, line wraps joined)."
 
 _BIGQUERY_TYPES: dict[str, ColumnType] = {
     "STRING": ColumnType.STRING,
@@ -113,12 +114,48 @@ IDC_ANALYSIS_RESULT = Table(
             ColumnType.STRING,
             "Public page of the analysis result (its DOI landing page).",
         ),
+        Column("citation_text", ColumnType.STRING, f"citation {PLAIN_TEXT}"),
     ),
     primary_key=("analysis_result_id",),
     label_column="analysis_result_title",
     url_column="canonical_url",
     facets=("modalities", "license_short_name"),
     text_columns=("analysis_result_title", "description", "collections"),
+)
+
+IDC_DATA_SOURCE = Table(
+    name="idc_data_source",
+    source=SOURCE,
+    description="One row per data source (a DOI) of the collections and analysis results: "
+    "its title, type, license and citation, as the collections' sources list them (an "
+    "analysis result's own facts for a DOI no collection lists).",
+    columns=(
+        Column("doi", ColumnType.STRING, "The source's DOI, lower-cased.", nullable=False),
+        Column("title", ColumnType.STRING, "Title of the data source."),
+        Column(
+            "source_type",
+            ColumnType.STRING,
+            "original_data, derived_data or analysis_result.",
+        ),
+        Column("url", ColumnType.STRING, "The source's landing page."),
+        Column("modalities", ColumnType.STRING, "Modalities of the source, comma-separated."),
+        Column("citation", ColumnType.STRING, "The APA citation as idc-index-data ships it."),
+        Column("license", ColumnType.STRING, "Short name of the source's license."),
+        Column("license_long_name", ColumnType.STRING, "Full name of the license."),
+        Column("license_url", ColumnType.STRING, "The license's page."),
+        Column(
+            "collections",
+            ColumnType.STRING_LIST,
+            "Collections that list the source (or that the analysis result annotates).",
+        ),
+        Column("citation_text", ColumnType.STRING, f"citation {PLAIN_TEXT}"),
+        Column("citation_title", ColumnType.STRING, "The title the citation sets in italics."),
+    ),
+    primary_key=("doi",),
+    label_column="title",
+    url_column="url",
+    facets=("source_type", "license"),
+    text_columns=("title", "citation_text"),
 )
 
 IDC_SERIES = Table(
@@ -157,4 +194,11 @@ IDC_PRIOR_VERSION = Table(
     facets=("collection_id", "Modality"),
 )
 
-register(IDC_COLLECTION, IDC_ANALYSIS_RESULT, IDC_SERIES, IDC_VERSION, IDC_PRIOR_VERSION)
+register(
+    IDC_COLLECTION,
+    IDC_ANALYSIS_RESULT,
+    IDC_DATA_SOURCE,
+    IDC_SERIES,
+    IDC_VERSION,
+    IDC_PRIOR_VERSION,
+)

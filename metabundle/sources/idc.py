@@ -34,6 +34,7 @@ from metabundle.sources.base import (
     coverage_block,
     left_out,
 )
+from metabundle.sources.idc_citations import register_citation_functions
 from metabundle.sources.idc_indices import CLINICAL_PREFIX, fetch_unshipped, parse_unshipped
 
 NAME = IDC.name
@@ -45,6 +46,37 @@ INDICES = (
     "prior_versions_index",
 )
 """The indices the package ships with their Parquet; every one is loaded."""
+DATA_SOURCES_SQL = """
+WITH listed AS (
+    SELECT lower(s.source_doi) AS doi,
+           min(s.source_title) AS title,
+           min(s.source_type) AS source_type,
+           min(s.source_url) AS url,
+           min(s.modalities) AS modalities,
+           min(s.citation) AS citation,
+           min(s.license.license_short_name) AS license,
+           min(s.license.license_long_name) AS license_long_name,
+           min(s.license.license_url) AS license_url,
+           list(DISTINCT c.collection_id ORDER BY c.collection_id) AS collections
+    FROM read_parquet('{collections}') AS c, unnest(c.sources) AS u(s)
+    WHERE s.source_doi IS NOT NULL
+    GROUP BY 1
+), sources AS (
+    SELECT * FROM listed
+    UNION ALL
+    SELECT lower(source_DOI), analysis_result_title, 'analysis_result',
+           coalesce(source_url, 'https://doi.org/' || source_DOI), modalities, citation,
+           license_short_name, license_long_name, license_url,
+           list_transform(string_split(collections, ','), lambda x: trim(x))
+    FROM read_parquet('{analysis}')
+    WHERE source_DOI IS NOT NULL AND lower(source_DOI) NOT IN (SELECT doi FROM listed)
+)
+SELECT *, plain_citation(citation) AS citation_text, citation_title(citation) AS citation_title
+FROM sources
+"""
+"""One row per data source (a DOI): collection sources first, analysis results for any
+DOI no collection lists; ``min`` picks one value where several collections repeat the
+same source."""
 PORTAL_COLLECTION_URL = (
     "https://portal.imaging.datacommons.cancer.gov/explore/filters/?collection_id="
 )
@@ -82,6 +114,7 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
 def parse(ctx: ParseContext) -> None:
     """Copy the indices into the registry's tables, adding URLs, DOIs and licenses."""
     con = ctx.con
+    register_citation_functions(con)
     files = {name: ctx.snapshot.file(f"idc_index_data/{name}.parquet").path for name in INDICES}
     collections = con.sql(
         f"""
@@ -103,11 +136,16 @@ def parse(ctx: ParseContext) -> None:
         f"""
         SELECT * EXCLUDE (provenance),
                CAST(to_json(provenance) AS VARCHAR) AS provenance,
-               coalesce(source_url, 'https://doi.org/' || source_DOI) AS canonical_url
+               coalesce(source_url, 'https://doi.org/' || source_DOI) AS canonical_url,
+               plain_citation(citation) AS citation_text
         FROM read_parquet('{files["analysis_results_index"]}')
         """
     )
     ctx.write("idc_analysis_result", analysis)
+    sources = DATA_SOURCES_SQL.format(
+        collections=files["collections_index"], analysis=files["analysis_results_index"]
+    )
+    ctx.write("idc_data_source", con.sql(sources))
     ctx.write("idc_series", con.read_parquet(str(files["idc_index"])))
     ctx.write("idc_version", con.read_parquet(str(files["version_metadata_index"])))
     ctx.write("idc_prior_version", con.read_parquet(str(files["prior_versions_index"])))
@@ -213,6 +251,7 @@ SOURCE = SourceSpec(
     tables=(
         "idc_collection",
         "idc_analysis_result",
+        "idc_data_source",
         "idc_series",
         "idc_version",
         "idc_prior_version",
@@ -224,5 +263,5 @@ SOURCE = SourceSpec(
     search_docs=search_docs,
     coverage=coverage,
     probe=UpstreamProbe(upstream_tokens, HOUR_S, "the installed idc-index-data data version"),
-    version="3",  # 3: the unshipped indices and the clinical tables
+    version="4",  # 3: the unshipped indices and the clinical tables; 4: idc_data_source
 )

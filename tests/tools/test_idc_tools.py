@@ -457,6 +457,37 @@ def test_numeric_attribute_values_report_their_range(release: Release, parquet) 
 # -- licenses and citations ---------------------------------------------------------------
 
 
+def test_the_build_stores_each_data_source_once_with_its_citation_as_plain_text(
+    release: Release, parquet
+) -> None:
+    rows = release.query_dicts("SELECT * FROM idc_data_source")
+    listed = {
+        doi.lower()
+        for (doi,) in parquet.execute(
+            "SELECT DISTINCT s.source_doi FROM collections, unnest(sources) AS u(s) "
+            "WHERE s.source_doi IS NOT NULL UNION SELECT source_DOI FROM analysis "
+            "WHERE source_DOI IS NOT NULL"
+        ).fetchall()
+    }
+    assert sorted(row["doi"] for row in rows) == sorted(listed)
+    with_markup = [row for row in rows if row["citation"] and "<i>" in row["citation"]]
+    assert with_markup
+    for row in rows:
+        if row["citation"] is None:
+            assert row["citation_text"] is None
+            continue
+        text = row["citation_text"]
+        assert "<" not in text and "&amp;" not in text and "\n" not in text
+        assert text == " ".join(html.unescape(re.sub("<[^>]+>", "", row["citation"])).split())
+        if "<i>" in row["citation"]:
+            assert row["citation_title"] and row["citation_title"] in text
+    # the tools show the stored text
+    doi = with_markup[0]["doi"]
+    (collection,) = next(row["collections"] for row in with_markup if row["doi"] == doi)[:1]
+    shown = ok(release, "get_collection", {"collection_id": collection})["sources"]
+    assert next(s for s in shown if s["doi"] == doi)["citation"] == with_markup[0]["citation_text"]
+
+
 def test_licenses_sum_to_the_series_count(release: Release, parquet) -> None:
     filters = {"Modality": ["CT"], "BodyPartExamined": ["CHEST"]}
     payload = ok(release, "get_licenses", {"filters": filters})

@@ -3,8 +3,6 @@ license, a data source) and the text helpers that fill them."""
 
 from __future__ import annotations
 
-import html
-import re
 from typing import Any
 
 from metabundle.search.release import Release
@@ -12,7 +10,6 @@ from metabundle.search.services.idc.models import IdcDataSource, IdcLicense, Idc
 from metabundle.search.services.idc.queries import doi_sources
 
 BYTES_PER_MB = 1_000_000  # idc-index-data's series_size_MB is bytes / 10**6
-_TAG = re.compile(r"<[^>]+>")
 
 
 def page_block(total: int, limit: int, offset: int, returned: int) -> IdcPage:
@@ -49,14 +46,6 @@ def human_size(size_bytes: int) -> str:
     raise AssertionError("unreachable")
 
 
-def clean_citation(text: str | None) -> str | None:
-    """The package's citation text as plain text: markup such as ``<i>`` removed, HTML
-    entities (``&amp;``) decoded and the hard line wraps joined."""
-    if text is None:
-        return None
-    return " ".join(html.unescape(_TAG.sub("", text)).split())
-
-
 def split_list(text: str | None) -> list[str]:
     """``"Lung, Breast"`` → ``["Lung", "Breast"]`` (the collections' comma-separated lists)."""
     if not text:
@@ -74,7 +63,7 @@ def source_entry(row: dict[str, Any]) -> IdcDataSource:
         source_type=row["source_type"],
         modalities=split_list(row["modalities"]),
         license=license_entry(row),
-        citation=clean_citation(row["citation"]),
+        citation=row["citation_text"],
     )
 
 

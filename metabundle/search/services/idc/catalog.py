@@ -16,7 +16,6 @@ from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc import queries
 from metabundle.search.services.idc.blocks import (
-    clean_citation,
     page_block,
     size_block,
     source_entry,
@@ -328,7 +327,7 @@ def list_analysis_results(
             series=r["series"] or 0,
             size=size_block(r["size_bytes"]),
             description=_short(r["description"]),
-            citation=clean_citation(r["citation"]),
+            citation=r["citation_text"],
             canonical_url=r["canonical_url"],
         )
         for r in rows[params.offset : params.offset + params.limit]

@@ -10,7 +10,6 @@ selection's citations.
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -26,7 +25,7 @@ from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc import queries
-from metabundle.search.services.idc.blocks import clean_citation, license_entry
+from metabundle.search.services.idc.blocks import license_entry
 from metabundle.search.services.idc.catalog import resolve_collection
 from metabundle.search.services.idc.filters import (
     Filters,
@@ -44,7 +43,6 @@ from metabundle.search.services.idc.source import GROUP, Text, require_idc
 
 CitationFormat = Literal["apa", "bibtex", "csl-json", "turtle"]
 _YEAR = re.compile(r"\((\d{4})\)")
-_TITLE = re.compile(r"<i>(.*?)</i>", re.S)
 _VERSION = re.compile(r"\(Version ([^)]+)\)")
 _PUBLISHER = re.compile(r"\[Data set\]\.\s*(.+?)\.\s*(?:https?://|$)")
 _INITIALS = re.compile(r"^(?:[A-Z][a-z]?\.[\s-]*)+$")
@@ -134,16 +132,18 @@ def _authors(text: str) -> list[dict[str, str]]:
     return names
 
 
-def work_from_apa(doi: str, apa: str | None, license_url: str | None = None) -> Work:
-    """The metadata an idc-index-data APA citation states."""
-    text = clean_citation(apa) or ""
+def work_from_apa(
+    doi: str, text: str | None, title: str | None, license_url: str | None = None
+) -> Work:
+    """The metadata an idc-index-data APA citation states, from its plain ``text`` and
+    ``title`` (``idc_data_source.citation_text`` and ``citation_title``)."""
+    text = text or ""
     year = _YEAR.search(text)
-    title = _TITLE.search(apa or "")
     version = _VERSION.search(text)
     publisher = _PUBLISHER.search(text)
     return Work(
         doi=doi,
-        title=clean_citation(html.unescape(title.group(1))) if title else None,
+        title=title,
         authors=_authors(text[: year.start()]) if year else [],
         year=int(year.group(1)) if year else None,
         version=version.group(1) if version else None,
@@ -301,7 +301,9 @@ def get_citations(release: Release, params: CitationsParams) -> IdcCitations:
     citations, works = [], []
     for doi, series in used[: params.limit]:
         known = sources.get(doi) or {}
-        work = work_from_apa(doi, known.get("citation"), known.get("license_url"))
+        work = work_from_apa(
+            doi, known.get("citation_text"), known.get("citation_title"), known.get("license_url")
+        )
         works.append(work)
         entry = IdcCitation(
             doi=doi,

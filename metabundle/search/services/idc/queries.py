@@ -201,46 +201,10 @@ def analysis_result_facts(release: Release, ids: list[str]) -> list[dict[str, An
 
 # -- data sources (DOIs) ----------------------------------------------------------------
 
-# The fields of one element of idc_collection.sources (a JSON list) that tools read.
-_SOURCES_SPEC = (
-    '[{"source_doi":"VARCHAR","source_title":"VARCHAR","source_type":"VARCHAR",'
-    '"source_url":"VARCHAR","modalities":"VARCHAR","citation":"VARCHAR",'
-    '"license":{"license_short_name":"VARCHAR","license_long_name":"VARCHAR",'
-    '"license_url":"VARCHAR"}}]'
-)
-
-# One row per data source (a DOI): collection sources first, analysis results as a
-# fallback for any DOI no collection lists. ``min`` picks one value deterministically
-# where several collections repeat the same source.
-DOI_SOURCES_SQL = """
-WITH listed AS (
-    SELECT lower(s.source_doi) AS doi,
-           min(s.source_title) AS title,
-           min(s.source_type) AS source_type,
-           min(s.source_url) AS url,
-           min(s.modalities) AS modalities,
-           min(s.citation) AS citation,
-           min(s.license.license_short_name) AS license,
-           min(s.license.license_long_name) AS license_long_name,
-           min(s.license.license_url) AS license_url,
-           list(DISTINCT c.collection_id ORDER BY c.collection_id) AS collections
-    FROM idc_collection AS c, unnest(from_json(c.sources, ?)) AS u(s)
-    WHERE s.source_doi IS NOT NULL
-    GROUP BY 1
-)
-SELECT * FROM listed
-UNION ALL
-SELECT lower(source_DOI), analysis_result_title, 'analysis_result', canonical_url,
-       modalities, citation, license_short_name, license_long_name, license_url,
-       list_transform(string_split(collections, ','), lambda x: trim(x))
-FROM idc_analysis_result
-WHERE source_DOI IS NOT NULL AND lower(source_DOI) NOT IN (SELECT doi FROM listed)
-"""
-
 
 def doi_sources(release: Release, dois: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Every data source keyed by lower-cased DOI (only ``dois`` when given)."""
-    rows = release.query_dicts(f"SELECT * FROM ({DOI_SOURCES_SQL}) ORDER BY doi", [_SOURCES_SPEC])
+    rows = release.query_dicts("SELECT * FROM idc_data_source ORDER BY doi")
     wanted = None if dois is None else set(dois)
     return {row["doi"]: row for row in rows if wanted is None or row["doi"] in wanted}
 
