@@ -52,6 +52,8 @@ AOU = register_source(
             ),
         ),
         folded_kinds=MappingProxyType({"answer": "question"}),
+        aliases=("all of us", "all of us research program", "aou"),
+        search_tool="search_aou_catalog",
     )
 )
 

@@ -38,6 +38,8 @@ IDC = register_source(
         main_tables=("idc_collection", "idc_series", "idc_analysis_result"),
         examples=("lung CT", "breast MRI", "prostate"),
         charts="idc",
+        aliases=("imaging data commons", "nci imaging data commons", "idc"),
+        search_tool="search_idc",
     )
 )
 

@@ -63,6 +63,8 @@ OMOP = register_source(
         examples=("myocardial infarction", "hemoglobin A1c", "metformin"),
         charts="omop",
         search_columns=CONCEPT_DOC_COLUMNS,
+        aliases=("omop", "omop vocabularies", "athena", "ohdsi"),
+        search_tool="concept_ground",
     )
 )
 

@@ -27,7 +27,9 @@ class SourceDescriptor:
     ``main_tables``, ``examples`` and ``charts`` (a datasette-dashboards slug) are the
     texts of its Datasette entry page and of its tables' terms. ``search_columns`` are
     the filter columns its search documents add to ``search_doc`` (two sources may
-    share one, declared once). ``folded_kinds`` maps a
+    share one, declared once). ``aliases`` are the names people give the source (in
+    lower case) and ``search_tool`` the tool that searches it, so that another source's
+    tool asked for it by name can point there. ``folded_kinds`` maps a
     kind of search document to the kind of its parent when, in a list that spans
     sources, a hit of the child is better shown as its parent (a survey answer "Yes"
     says nothing without its question).
@@ -45,6 +47,8 @@ class SourceDescriptor:
     examples: tuple[str, ...]
     charts: str | None = None
     search_columns: tuple[Column, ...] = ()
+    aliases: tuple[str, ...] = ()
+    search_tool: str | None = None
     folded_kinds: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def entry_texts(self) -> dict[str, object]:

@@ -41,6 +41,8 @@ UKB = register_source(
         ),
         examples=("body mass index", "alcohol intake frequency", "21001"),
         charts="ukb",
+        aliases=("uk biobank", "ukbiobank", "ukbb", "ukb"),
+        search_tool="search_ukb_fields",
     )
 )
 

@@ -18,6 +18,8 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from metabundle.index.tokenizer import tokenize
+from metabundle.schemas.dbgap import DBGAP
+from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.search.coverage import NOT_IN_RELEASE, NOT_LISTED
 from metabundle.search.errors import ToolError, invalid, not_found
 from metabundle.search.payload import to_payload
@@ -41,13 +43,6 @@ URL_HINTS = ("://", "study.cgi", "study_id=", "www.", "ncbi.nlm.nih.gov")
 DESCRIPTION_POOL = 50
 SUGGESTIONS = 5
 
-OTHER_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
-    "ukb": (("uk biobank", "ukbiobank", "ukbb", "ukb"), "search_ukb_fields"),
-    "aou": (("all of us", "all of us research program", "aou"), "search_aou_catalog"),
-    "idc": (("imaging data commons", "nci imaging data commons", "idc"), "search_idc"),
-    "omop": (("omop", "omop vocabularies", "athena", "ohdsi"), "concept_ground"),
-}
-"""Names people give the release's other sources, and the tool that searches each."""
 STRONG_REASONS = frozenset({"accession", "base_accession", "acronym", "name"})
 
 PARENT_QUORUM = 2
@@ -391,11 +386,13 @@ def not_found_here(
 
 
 def other_source(release: Release, text: str) -> tuple[str, str] | None:
-    """(source, tool) when ``text`` names another source that this release holds."""
+    """(source, tool) when ``text`` names another source that this release holds (one
+    of its descriptor's ``aliases``)."""
     name = " ".join(text.lower().replace("'", "").split())
-    for source, (names, tool_name) in OTHER_SOURCES.items():
-        if name in names and source in release.manifest["sources"]:
-            return source, tool_name
+    for source, descriptor in DESCRIPTORS.items():
+        held = source != DBGAP.name and source in release.manifest["sources"]
+        if held and descriptor.search_tool and name in descriptor.aliases:
+            return source, descriptor.search_tool
     return None
 
 
