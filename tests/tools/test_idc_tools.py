@@ -23,6 +23,7 @@ from mcp.server.mcpserver import MCPServer
 
 from metabundle.mcp.server import build_server
 from metabundle.search.release import Release
+from metabundle.search.services.idc.citations import apa_text, work_from_apa
 from metabundle.search.services.idc.urls import LARGE_BYTES, MAX_PAGE, MAX_SERIES
 from metabundle.search.tools import all_tools, call_tool
 from tests.support.evaluation import (
@@ -527,6 +528,15 @@ def test_citations_for_a_collection_cover_every_source_doi(release: Release, par
     )
     assert by_filters["returned"] == 1 and by_filters["truncated"] is True
     assert by_filters["citations"][0] == payload["citations"][0]
+
+
+def test_a_doi_without_a_shipped_citation_is_cited_by_its_address() -> None:
+    """A series' DOI that no collection or analysis result describes still gets APA
+    text (before, building it from the empty author list failed)."""
+    work = work_from_apa("10.1234/unlisted", None, None)
+    assert apa_text(work) == "https://doi.org/10.1234/unlisted"
+    titled = work_from_apa("10.1234/unlisted", None, "A data set")
+    assert apa_text(titled) == "A data set. https://doi.org/10.1234/unlisted"
 
 
 def test_citation_requests_need_exactly_one_selection(release: Release) -> None:

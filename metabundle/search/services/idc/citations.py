@@ -154,9 +154,12 @@ def work_from_apa(
 
 
 def apa_text(work: Work) -> str:
-    """The work as APA text: the shipped citation, or built for the IDC paper."""
+    """The work as APA text: the shipped citation, built for the IDC paper, or (a DOI
+    the package ships no citation for) its title and DOI address."""
     if work.apa:
         return work.apa
+    if not work.authors:
+        return f"{work.title}. {work.url}" if work.title else work.url
     names = [f"{a['family']}, {a['given']}" for a in work.authors]
     authors = ", ".join(names[:-1]) + f", & {names[-1]}" if len(names) > 1 else names[0]
     return (
