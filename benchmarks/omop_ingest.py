@@ -77,10 +77,18 @@ def real_pools(omop_dir: Path) -> dict[str, object]:
     }
 
 
-def _phrases(rng: np.random.Generator, words: pl.Series, n: int, low: int, high: int) -> pl.Series:
-    """``n`` phrases of ``low``..``high`` random words."""
+def _phrases(
+    rng: np.random.Generator,
+    words: pl.Series,
+    n: int,
+    low: int,
+    high: int,
+    weights: np.ndarray | None = None,
+) -> pl.Series:
+    """``n`` phrases of ``low``..``high`` random words (drawn with ``weights`` when given,
+    else uniformly)."""
     frame = pl.DataFrame(
-        {f"w{i}": words.gather(rng.integers(0, len(words), n)) for i in range(high)}
+        {f"w{i}": words.gather(rng.choice(len(words), n, p=weights)) for i in range(high)}
         | {"length": rng.integers(low, high + 1, n)}
     )
     picked = [pl.when(pl.col("length") > i).then(pl.col(f"w{i}")) for i in range(high)]
@@ -103,7 +111,7 @@ def _concepts(rng: np.random.Generator, pools: dict[str, object], n: int) -> pl.
     frame = pl.DataFrame(
         {
             "CONCEPT_ID": np.arange(1, n + 1, dtype=np.int64) * 7 + 1_000_000,
-            "CONCEPT_NAME": _phrases(rng, pools["words"], n, 2, 7),  # type: ignore[arg-type]
+            "CONCEPT_NAME": _phrases(rng, pools["words"], n, 2, 7, pools.get("weights")),  # type: ignore[arg-type]
             "DOMAIN_ID": drawn["DOMAIN_ID"],
             "VOCABULARY_ID": drawn["VOCABULARY_ID"],
             "CONCEPT_CLASS_ID": drawn["CONCEPT_CLASS_ID"],
@@ -138,16 +146,20 @@ def generate(
     synonyms: int | None = None,
     ancestors: int | None = None,
     seed: int = 0,
+    words: tuple[pl.Series, np.ndarray] | None = None,
 ) -> dict[str, int]:
     """Write a synthetic Athena export into ``folder``; the data rows written per file.
 
     Synonyms default to one per concept and ancestor rows to one per relationship,
-    roughly the proportions of a real export.
+    roughly the proportions of a real export. Names draw their words uniformly from the
+    mirror's concept names, or from ``words`` with its sampling weights.
     """
     synonyms = concepts if synonyms is None else synonyms
     ancestors = relationships if ancestors is None else ancestors
     rng = np.random.default_rng(seed)
     pools = real_pools(mirror_omop_dir())
+    if words is not None:
+        pools |= {"words": words[0], "weights": words[1]}
     folder.mkdir(parents=True, exist_ok=True)
     concept = _concepts(rng, pools, concepts)
     _write(concept, folder / "CONCEPT.csv")
@@ -158,7 +170,14 @@ def generate(
         pl.DataFrame(
             {
                 "CONCEPT_ID": owners,
-                "CONCEPT_SYNONYM_NAME": _phrases(rng, pools["words"], synonyms, 1, 5),  # type: ignore[arg-type]
+                "CONCEPT_SYNONYM_NAME": _phrases(
+                    rng,
+                    pools["words"],  # type: ignore[arg-type]
+                    synonyms,
+                    1,
+                    5,
+                    pools.get("weights"),  # type: ignore[arg-type]
+                ),
                 "LANGUAGE_CONCEPT_ID": np.full(synonyms, ENGLISH, dtype=np.int64),
             }
         ),

@@ -75,6 +75,7 @@ BACKENDS = ("usearch", "hnswlib", "bitscan")
 SIDECAR_FORMAT = 1
 _USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
 _EXACT_CHUNK = 65536
+SAVE_ROWS = 65536  # rows written at a time by save_vectors
 RESCORE_MARGIN = 2
 """An unfiltered search asks the index for this many times ``k`` keys and keeps the ``k``
 best after exact re-scoring: index distances of f16 storage can swap near ties (many
@@ -551,17 +552,20 @@ def save_vectors(vectors: np.ndarray, path: Path, dtype: str = "float16") -> Non
     """Write ``vectors`` (n, d) as ``.npy`` in ``dtype`` (float16 default, or float32).
 
     float16 halves the file at a cost of about 1e-3 in cosine; scoring upcasts to
-    float32. Row ``i`` must be the vector of key ``i``. Written atomically.
+    float32. Row ``i`` must be the vector of key ``i``. Written atomically, a block of
+    rows at a time, so a memory-mapped input is never held whole.
     """
     if dtype not in ("float16", "float32"):
         raise ValueError("dtype must be 'float16' or 'float32'")
-    matrix = np.ascontiguousarray(vectors, dtype=dtype)
-    if matrix.ndim != 2:
-        raise ValueError(f"expected a (n, d) matrix, got shape {matrix.shape}")
+    if vectors.ndim != 2:
+        raise ValueError(f"expected a (n, d) matrix, got shape {vectors.shape}")
 
     def write(tmp: Path) -> None:
-        with tmp.open("wb") as handle:  # a file object: np.save must not append ".npy"
-            np.save(handle, matrix, allow_pickle=False)
+        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=vectors.shape)
+        for start in range(0, len(vectors), SAVE_ROWS):
+            matrix[start : start + SAVE_ROWS] = vectors[start : start + SAVE_ROWS]
+        matrix.flush()
+        del matrix
 
     _atomic_write(Path(path), write)
 

@@ -217,7 +217,7 @@ class KeywordIndex:
             for term_id in term_ids:
                 docs, weights = self._postings(term_id, allowed)
                 touched.append(docs[np.take(buf, docs) == 0])  # weights > 0: 0 means unseen
-                np.add.at(buf, docs, weights)
+                buf[docs] += weights  # a term's postings hold each document once
             docs = np.concatenate(touched)
             scores = np.take(buf, docs)
         finally:

@@ -32,6 +32,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from metabundle.config import BuildSettings
@@ -42,7 +43,7 @@ from metabundle.index.embed import (
     CacheStats,
     Embedder,
     EmbeddingCache,
-    embed_with_cache,
+    embed_into,
     fill_cache,
     get_embedder,
 )
@@ -59,7 +60,7 @@ from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext
 from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
-from metabundle.staging import stage_table
+from metabundle.staging import StagedTable, stage_table
 
 Reporter = Callable[[str], None]
 STEP_VERSION = {
@@ -73,6 +74,7 @@ STEP_VERSION = {
 DONE = "_stage.json"
 FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats", "fts_variant")
 VECTORS_FILE = "ann/vectors.npy"
+EMBEDDING_BLOCK_ROWS = 131_072  # rows of the embedding table written at a time
 
 
 @dataclass(frozen=True)
@@ -199,9 +201,11 @@ def build_search_docs(
                     f"SELECT count(*) FROM {staged.source}_docs"
                 ).fetchall()[0][0]
             union = " UNION ALL ".join(parts)
+            # each source's documents get one contiguous run of docnos (serving's source
+            # masks are ranges: Release.source_ranges)
             relation = con.sql(
-                f"SELECT *, CAST(row_number() OVER (ORDER BY doc_id) - 1 AS INTEGER) AS docno "
-                f"FROM ({union})"
+                "SELECT *, CAST(row_number() OVER (ORDER BY source, doc_id) - 1 AS INTEGER) "
+                f"AS docno FROM ({union})"
             )
             staged_docs = stage_table(
                 "search_doc", relation, folder / "search_doc.parquet", con=con
@@ -422,10 +426,15 @@ def build_embeddings(
         total = len(texts)
         meter = _EmbeddingMeter(report, "embedding", embedder.model_id, total)
         cache = EmbeddingCache(settings.cache_dir / "embeddings")
-        vectors, stats = embed_with_cache(
-            embedder, texts, cache, on_start=meter.start, progress=meter.advance
+        gathered = folder / ".vectors-float32.npy"
+        vectors = np.lib.format.open_memmap(
+            gathered, mode="w+", dtype=np.float32, shape=(total, embedder.dimension)
+        )
+        stats = embed_into(
+            embedder, texts, cache, vectors, on_start=meter.start, progress=meter.advance
         )
         meter.close()
+        del texts
         if shard_stats:  # the shards embedded what this step found cached
             by_shards = sum(shard["embedded"] for shard in shard_stats)
             stats["embedded"] += by_shards
@@ -435,17 +444,11 @@ def build_embeddings(
             f"{stats['embedded']:,} embedded ({embedder.model_id})"
         )
         save_vectors(vectors, folder / "vectors.npy")
-        embedding = pa.table(
-            {
-                "docno": table.column("docno"),
-                "doc_id": table.column("doc_id"),
-                "model": pa.array([embedder.model_id] * total, pa.string()),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(vectors.reshape(-1), pa.float32()), embedder.dimension
-                ),
-            }
+        staged = _stage_embedding_table(
+            table.select(["docno", "doc_id"]), vectors, embedder.model_id, folder
         )
-        staged = stage_table("embedding", embedding, folder / "embedding.parquet")
+        del vectors
+        gathered.unlink()
         info = {
             "embedding_provider": embedder.provider,
             "embedding_model": embedder.model_id,
@@ -463,6 +466,43 @@ def build_embeddings(
         )
 
     return _cached_step(settings, "embeddings", key, make)
+
+
+def _stage_embedding_table(
+    ids: pa.Table, vectors: np.ndarray, model_id: str, folder: Path
+) -> StagedTable:
+    """The ``embedding`` table (document ids and ``vectors``, row for row), written a
+    block of rows at a time and staged through the registry."""
+    raw = folder / ".embedding-raw.parquet"
+    dimension = vectors.shape[1]
+    schema = pa.schema(
+        [
+            ("docno", ids.schema.field("docno").type),
+            ("doc_id", pa.string()),
+            ("model", pa.string()),
+            ("vector", pa.list_(pa.float32(), dimension)),
+        ]
+    )
+    with pq.ParquetWriter(raw, schema, compression="none") as writer:
+        for start in range(0, ids.num_rows, EMBEDDING_BLOCK_ROWS):
+            block = ids.slice(start, EMBEDDING_BLOCK_ROWS)
+            rows = np.ascontiguousarray(vectors[start : start + block.num_rows], np.float32)
+            writer.write_table(
+                pa.table(
+                    {
+                        "docno": block.column("docno"),
+                        "doc_id": block.column("doc_id"),
+                        "model": pa.array([model_id] * block.num_rows, pa.string()),
+                        "vector": pa.FixedSizeListArray.from_arrays(
+                            pa.array(rows.reshape(-1)), dimension
+                        ),
+                    },
+                    schema=schema,
+                )
+            )
+    staged = stage_table("embedding", ds.dataset(raw), folder / "embedding.parquet", presorted=True)
+    raw.unlink()
+    return staged
 
 
 # -- 4. ANN indexes ---------------------------------------------------------------------

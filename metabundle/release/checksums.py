@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from metabundle.db import connect
@@ -12,9 +13,11 @@ from metabundle.schemas import get_table, quote_identifier
 SUMS_FILE = "SHA256SUMS"
 
 
-def write_sums(root: Path, files: list[str]) -> None:
-    """Write ``SHA256SUMS`` (``sha256sum -c`` format) for ``files`` relative to ``root``."""
-    lines = [f"{sha256_file(root / name)}  {name}\n" for name in sorted(files)]
+def write_sums(root: Path, digests: Mapping[str, str], *hashed: str) -> None:
+    """Write ``SHA256SUMS`` (``sha256sum -c`` format): the files of ``digests``
+    (relative path → sha256, already computed) and the ``hashed`` files, hashed here."""
+    sums = {**digests, **{name: sha256_file(root / name) for name in hashed}}
+    lines = [f"{sums[name]}  {name}\n" for name in sorted(sums)]
     (root / SUMS_FILE).write_text("".join(lines))
 
 

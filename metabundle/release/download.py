@@ -31,6 +31,7 @@ from metabundle.digest import sha256_file
 from metabundle.errors import ConfigError, ReleaseError
 from metabundle.http_client import RETRY_STATUSES, RetryPolicy
 from metabundle.release.checksums import SUMS_FILE
+from metabundle.release.digest_record import record_digests
 from metabundle.release.pointer import point_current
 from metabundle.release.publish import FILES_FILE, LATEST_FILE, RELEASES_DIR, check_files_list
 from metabundle.release.verify import verify_release
@@ -259,10 +260,11 @@ def _install(
     finally:
         progress.finish()
     try:
-        verify_release(tree)
+        verified = verify_release(tree, record=False)
     except ReleaseError as error:
         raise ReleaseError(f"Downloaded release {version} failed verification: {error}") from None
     tree.rename(final)
+    record_digests(final, verified.digests)
     shutil.rmtree(staging, ignore_errors=True)
     point_current(dest / CURRENT, final)
     return DownloadResult(version, final, downloaded, resumed, already_installed=False)

@@ -9,6 +9,15 @@ at open (:data:`HASHED_AT_OPEN`: the keyword arrays and the ANN metadata). The l
 memory-mapped files (vectors, ANN indexes) are hashed by :func:`check_digest` the
 first time a process maps them. ``metabundle verify`` stays the deep check (every
 byte of every file).
+
+A file hashed once is not hashed again while it keeps its inode, size and
+modification time: within a process (a set), and across processes through the
+release's digest record (``release/digest_record.py``, beside the release folder,
+written by the build, by ``metabundle verify`` and ``download`` and by the first
+process that hashes a file). Hashing grows with the corpus (about 12 GB of vectors
+and indexes at ten million documents) and a serving process must answer its first
+query in a second; a file changed in place with its size and time kept is found by
+``metabundle verify``, not at open.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any
 from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
+from metabundle.release.digest_record import read_record, record_digests
 from metabundle.release.manifest import MANIFEST_FILE, read_manifest
 from metabundle.release.paths import check_member, check_release_version
 from metabundle.release.verify import manifest_entries
@@ -52,23 +62,25 @@ def check_release_files(root: Path) -> dict[str, Any]:
                 f"{name} is {path.stat().st_size:,} bytes, not the {entry['size']:,} bytes "
                 f"{MANIFEST_FILE} gives; {DAMAGED}"
             )
-        if _hashed_at_open(name):
+        if hashed_at_open(name):
             check_digest(root, entry)
     return manifest
 
 
 def check_digest(root: Path, entry: dict[str, Any]) -> None:
-    """The file of a manifest ``entry`` must have its listed sha256 (hashed once per
-    process for the same file, size and modification time)."""
+    """The file of a manifest ``entry`` must have its listed sha256 (hashed once for the
+    same file, size and modification time: see the module's docstring)."""
     path = _listed_file(root, entry["path"])
     stat = path.stat()
     key = (str(path.resolve()), stat.st_ino, stat.st_size, stat.st_mtime_ns, entry["sha256"])
     if key in _MATCHED:
         return
-    if sha256_file(path) != entry["sha256"]:
-        raise ReleaseError(
-            f"{entry['path']} does not match its sha256 in {MANIFEST_FILE}; {DAMAGED}"
-        )
+    if read_record(root).get(entry["path"]) != [*key[1:]]:
+        if sha256_file(path) != entry["sha256"]:
+            raise ReleaseError(
+                f"{entry['path']} does not match its sha256 in {MANIFEST_FILE}; {DAMAGED}"
+            )
+        record_digests(root, {entry["path"]: entry["sha256"]})
     _MATCHED.add(key)
 
 
@@ -86,7 +98,8 @@ def _listed_file(root: Path, name: str) -> Path:
     return path
 
 
-def _hashed_at_open(name: str) -> bool:
+def hashed_at_open(name: str) -> bool:
+    """Whether the open-time check hashes the release file ``name``."""
     return any(
         name.startswith(pattern) if pattern.endswith("/") else Path(name).match(pattern)
         for pattern in HASHED_AT_OPEN

@@ -9,6 +9,7 @@ from typing import Any
 from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
+from metabundle.release.digest_record import record_digests
 from metabundle.release.manifest import MANIFEST_FILE, read_manifest
 from metabundle.release.paths import check_member, check_release_version, plain_files
 
@@ -21,10 +22,14 @@ class VerifyReport:
     version: str
     files: int
     bytes: int
+    digests: dict[str, str]
+    """Relative path → the sha256 every file was just found to have."""
 
 
-def verify_release(root: Path) -> VerifyReport:
-    """Re-hash every file; raise :class:`ReleaseError` naming the first that differs."""
+def verify_release(root: Path, record: bool = True) -> VerifyReport:
+    """Re-hash every file; raise :class:`ReleaseError` naming the first that differs.
+    With ``record``, the digests found are kept in the release's digest record for the
+    processes that open it (a folder about to be renamed records under its final name)."""
     root = root.resolve()
     if not root.is_dir():
         raise ReleaseError(f"{root} is not a release folder")
@@ -59,7 +64,9 @@ def verify_release(root: Path) -> VerifyReport:
         if entry is not None and entry["size"] != path.stat().st_size:
             raise ReleaseError(f"{name} has a different size in {MANIFEST_FILE}")
         total += path.stat().st_size
-    return VerifyReport(root, version, len(sums), total)
+    if record:
+        record_digests(root, sums)
+    return VerifyReport(root, version, len(sums), total, dict(sums))
 
 
 def manifest_entries(root: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -31,6 +31,7 @@ from metabundle.db import connect
 from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, write_sums
 from metabundle.release.datasette_meta import assets_dir, write_datasette_files
+from metabundle.release.digest_record import record_digests
 from metabundle.release.duckdb_file import write_duckdb
 from metabundle.release.manifest import (
     MANIFEST_FILE,
@@ -205,11 +206,12 @@ def write_release(
     temp.mkdir()
     try:
         _assemble(temp, version, sources, search, report, settings.profile)
-        verify_release(temp)
+        verified = verify_release(temp, record=False)
         temp.rename(final)
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
+    record_digests(final, verified.digests)
     point_current(settings.current_link, final)
     report(f"release {version} written to {final}")
     return final
@@ -270,7 +272,7 @@ def _assemble(
     (root / "README.md").write_text(release_readme(manifest))
     manifest.files = list_files(root, exclude={MANIFEST_FILE, SUMS_FILE})
     manifest.write(root)
-    write_sums(root, [entry["path"] for entry in manifest.files] + [MANIFEST_FILE])
+    write_sums(root, {entry["path"]: entry["sha256"] for entry in manifest.files}, MANIFEST_FILE)
 
 
 def _write_parquet(root: Path, version: str, tables: Mapping[str, Path]) -> dict[str, Path]:

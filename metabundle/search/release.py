@@ -127,16 +127,29 @@ class Release:
         return int(self.query("SELECT count(*) FROM search_doc")[0][0])
 
     @cached_property
-    def doc_sources(self) -> np.ndarray:
-        """The source of every document, indexed by docno (for fast filter masks)."""
-        rows = self.query("SELECT source FROM search_doc ORDER BY docno")
-        return np.array([r[0] for r in rows], dtype=object)
+    def source_ranges(self) -> dict[str, range]:
+        """The docnos of each source: one contiguous run, as the build numbers documents
+        by source (one aggregate query, never a row per document)."""
+        rows = self.query(
+            "SELECT source, min(docno), max(docno) + 1, count(*) FROM search_doc "
+            "GROUP BY source ORDER BY source"
+        )
+        for source, start, stop, count in rows:
+            if stop - start != count:
+                raise ReleaseError(
+                    f"search_doc numbers the documents of {source} in more than one run; {DAMAGED}"
+                )
+        return {source: range(start, stop) for source, start, stop, _ in rows}
 
     @cached_property
     def source_masks(self) -> dict[str, np.ndarray]:
         """A docno mask per source, computed once."""
-        sources = self.doc_sources
-        return {name: sources == name for name in sorted(set(sources.tolist()))}
+        masks = {}
+        for source, docnos in self.source_ranges.items():
+            mask = np.zeros(self.n_docs, dtype=bool)
+            mask[docnos.start : docnos.stop] = True
+            masks[source] = mask
+        return masks
 
     # -- semantic -------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ def write_release(folder: Path, version: str = VERSION, extra_sums: str = "") ->
     files = list_files(folder, exclude={MANIFEST_FILE, SUMS_FILE})
     manifest = {"format": FORMAT, "version": version, "sources": {}, "tables": {}, "files": files}
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest))
-    write_sums(folder, [f["path"] for f in files] + [MANIFEST_FILE])
+    write_sums(folder, {f["path"]: f["sha256"] for f in files}, MANIFEST_FILE)
     with (folder / SUMS_FILE).open("a") as handle:
         handle.write(extra_sums)
     return folder

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from metabundle.release.checksums import SUMS_FILE, write_sums
+from metabundle.release.checksums import SUMS_FILE, read_sums, write_sums
+from metabundle.release.digest_record import read_record
 from metabundle.release.manifest import MANIFEST_FILE, list_files, read_manifest
 from tests.ops.conftest import OmopBuilds, error_line, run_in
 from tests.support.cli import run_cli
@@ -91,7 +92,7 @@ def test_a_published_version_cannot_change(
     manifest = read_manifest(altered)
     manifest["files"] = list_files(altered, exclude={MANIFEST_FILE, SUMS_FILE})
     (altered / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    write_sums(altered, [f["path"] for f in manifest["files"]] + [MANIFEST_FILE])
+    write_sums(altered, {f["path"]: f["sha256"] for f in manifest["files"]}, MANIFEST_FILE)
     assert run_cli("verify", str(altered)).returncode == 0
     before = _snapshot(site)
     result = run_cli("publish", "--release", str(altered), "--to", str(site))
@@ -113,6 +114,8 @@ def test_download_installs_verifies_and_becomes_the_default_release(
     assert result.stdout.strip() == str(installed)
     assert (dest / "current").resolve() == installed
     assert not list((dest / "releases").glob(".download-*"))
+    # the digests verified at install are recorded under the installed name
+    assert set(read_record(installed)) == set(read_sums(installed))
     # verify, info and search find it with no --release when ./build/current is absent
     env = {"METABUNDLE_DATA_DIR": str(dest)}
     verify = run_in(elsewhere, "verify", **env)

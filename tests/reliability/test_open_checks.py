@@ -15,6 +15,9 @@ import pytest
 
 from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.errors import ReleaseError
+from metabundle.release.checksums import read_sums
+from metabundle.release.digest_record import digest_record_path, read_record
+from metabundle.release.integrity import forget_digests
 from metabundle.search.errors import RELEASE_DAMAGED
 from metabundle.search.release import Release
 from metabundle.search.tools import call_tool
@@ -121,6 +124,53 @@ def test_overwritten_vectors_are_refused_before_they_are_mapped(
     assert keyword["results"]
     assert semantic["error"]["code"] == RELEASE_DAMAGED
     assert "ann/vectors.npy does not match its sha256" in semantic["error"]["message"]
+
+
+def damage_in_place(path: Path, offset: int, data: bytes) -> None:
+    """Write ``data`` into ``path`` at ``offset`` in place, keeping its inode, size and
+    modification time (what no writer of a release does, and only a deep check sees)."""
+    stat = path.stat()
+    with path.open("r+b") as handle:
+        handle.seek(offset)
+        handle.write(data)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_the_build_records_every_digest_it_verified(flaky_build: FlakyBuild) -> None:
+    release = flaky_build.build.release
+    record = read_record(release)
+    assert digest_record_path(release).parent == release.parent
+    assert set(record) == set(read_sums(release))
+    for name, (inode, size, mtime_ns, digest) in record.items():
+        stat = (release / name).stat()
+        assert (inode, size, mtime_ns) == (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        assert digest == read_sums(release)[name]
+
+
+def test_a_recorded_file_is_not_hashed_again_and_verify_stays_the_deep_check(
+    flaky_build: FlakyBuild, tmp_path: Path
+) -> None:
+    root = tmp_path / flaky_build.build.release.name
+    shutil.copytree(flaky_build.build.release, root)  # new inodes: nothing recorded yet
+    weights = root / "fts" / "weight.npy"
+    original = weights.read_bytes()[200:4296]
+    damage_in_place(weights, 200, bytes(4096))
+    forget_digests()
+    with pytest.raises(ReleaseError, match=r"fts/weight\.npy does not match its sha256"):
+        Release.open(root)  # unrecorded: hashed at open
+    damage_in_place(weights, 200, original)
+    assert run_cli("verify", str(root)).returncode == 0  # records what it verified
+    assert set(read_record(root)) == set(read_sums(root))
+    damage_in_place(weights, 200, bytes(4096))
+    forget_digests()
+    with Release.open(root):
+        pass  # trusted by the record: the same inode, size and time
+    deep = run_cli("verify", str(root))
+    assert deep.returncode == 1 and "fts/weight.npy" in deep.stderr
+    zero_weights(root)  # a file replaced, as every writer replaces one, is hashed again
+    forget_digests()
+    with pytest.raises(ReleaseError, match=r"fts/weight\.npy does not match its sha256"):
+        Release.open(root)
 
 
 @pytest.mark.anyio

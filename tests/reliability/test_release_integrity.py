@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from metabundle.errors import ReleaseError
+from metabundle.release.digest_record import digest_record_path
 from metabundle.release.verify import verify_release
 from metabundle.release.writer import TMP_PREFIX
 from tests.reliability.conftest import FAST_BACKOFF, FlakyBuild
@@ -90,9 +91,11 @@ def test_a_killed_build_leaves_current_intact_and_the_next_build_cleans_up(
     assert not stale.exists(), "the next build did not remove the stale temporary folder"
     assert not list((out / "releases").glob(f"{TMP_PREFIX}*"))
     assert (out / "current").resolve() == out / "releases" / "2099.01.02"
-    assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(
+    assert sorted(p.name for p in (out / "releases").iterdir() if p.is_dir()) == sorted(
         [before.name, "2099.01.02"]
     )
+    assert digest_record_path(out / "current").name == ".2099.01.02.digests.json"
+    assert digest_record_path(out / "current").exists()  # written with the release
     verify_release(out / "current")
 
 

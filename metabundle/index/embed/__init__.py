@@ -27,6 +27,7 @@ from metabundle.index.embed.cache import (
     CacheStats,
     EmbeddingCache,
     cache_keys,
+    embed_into,
     embed_with_cache,
     fill_cache,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "EmbeddingsUnavailable",
     "ProgressCallback",
     "cache_keys",
+    "embed_into",
     "embed_with_cache",
     "fill_cache",
     "get_embedder",

@@ -10,23 +10,23 @@ normalize_text(text)``) and ``vector`` (fixed_size_list<float32>[dimension]); th
 metadata carries the model id and dimension. Parts are written to a temporary name and
 renamed into place, so readers never see half a file and concurrent writers never
 collide. A key found in several parts (two builds embedding the same new text at once)
-names the same text and model, so whichever copy loaded first is used.
+names the same text and model, so the copy in the first part by name is used.
 
-Lookups are vectorized: the parts load once with pyarrow into one key array and one
-float32 matrix, and ``pyarrow.compute.index_in`` (a hash join) maps requested keys to
-rows. Parts written by other processes after loading are picked up on the next lookup.
-:meth:`EmbeddingCache.compact` merges a model's parts into one.
+Nothing holds the whole cache: membership reads the parts' key columns only
+(:meth:`EmbeddingCache.contains`), and vectors are read part by part, a batch of rows
+at a time, each requested key matched to its first cached row by sorting the keys
+(:meth:`EmbeddingCache.iter_vectors`), so that ten million vectors can be gathered into
+a memory-mapped file on a small machine. :meth:`EmbeddingCache.compact` merges a
+model's parts into one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypedDict
 
@@ -42,6 +42,7 @@ __all__ = [
     "CacheStats",
     "EmbeddingCache",
     "cache_keys",
+    "embed_into",
     "embed_with_cache",
     "fill_cache",
 ]
@@ -97,38 +98,15 @@ def _model_dir_name(model_id: str) -> str:
     return f"{slug}-{hashlib.sha256(model_id.encode()).hexdigest()[:12]}"
 
 
-@dataclass
-class _ModelState:
-    """Everything loaded so far for one model."""
-
-    dimension: int | None = None
-    parts: set[str] = field(default_factory=set)
-    keys: pa.Array = field(default_factory=lambda: pa.array([], pa.binary(KEY_BYTES)))
-    vectors: np.ndarray = field(default_factory=lambda: np.empty((0, 0), np.float32))
-
-
 class EmbeddingCache:
     """Embeddings by content key, persisted as Parquet parts under ``directory``."""
 
     def __init__(self, directory: Path | str) -> None:
         self.directory = Path(directory)
-        self._states: dict[str, _ModelState] = {}
-        self._lock = threading.Lock()
 
     def model_dir(self, model_id: str) -> Path:
         """The folder holding ``model_id``'s parts."""
         return self.directory / _model_dir_name(model_id)
-
-    def lookup(self, model_id: str, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For ``S32`` ``keys``: a bool mask of hits and the hits' vectors (in key order)."""
-        with self._lock:
-            state = self._refresh(model_id)
-            if len(keys) == 0 or len(state.keys) == 0:
-                return np.zeros(len(keys), bool), np.empty((0, state.dimension or 0), np.float32)
-            rows = pc.fill_null(pc.index_in(_key_array(keys), value_set=state.keys), -1)
-            rows_np = rows.to_numpy()
-            found = rows_np >= 0
-            return found, state.vectors[rows_np[found]]
 
     def contains(self, model_id: str, keys: np.ndarray) -> np.ndarray:
         """A bool mask: which of the ``S32`` ``keys`` are cached for ``model_id``.
@@ -136,15 +114,47 @@ class EmbeddingCache:
         Reads only the parts' key columns (32 bytes an entry), so a process that fills
         the cache for one shard never holds the other shards' vectors.
         """
-        folder = self.model_dir(model_id)
-        parts = sorted(folder.glob(_PART_GLOB)) if folder.is_dir() else []
-        if len(keys) == 0 or not parts:
+        known = self._cached_keys(model_id)
+        if len(keys) == 0 or len(known) == 0:
             return np.zeros(len(keys), bool)
-        known = pa.concat_arrays(
-            [pq.read_table(part, columns=["key"]).column("key").combine_chunks() for part in parts]
-        )
-        found = pc.is_in(_key_array(keys), value_set=known.cast(pa.binary(KEY_BYTES)))
+        found = pc.is_in(_key_array(keys), value_set=_key_array(known))
         return found.to_numpy(zero_copy_only=False)
+
+    def iter_vectors(
+        self, model_id: str, keys: np.ndarray, batch_rows: int = 65_536
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The cached vector of each of the distinct ``S32`` ``keys``, read part by part
+        (a batch of rows at a time, never the whole cache): ``(positions in keys,
+        vectors)`` pairs covering every key once. A key cached in several parts takes
+        its copy in the first part by name. A key not cached is a ``KeyError``."""
+        parts = self._parts(model_id)
+        part_keys = [_part_keys(part) for part in parts]
+        known = np.concatenate(part_keys) if parts else np.empty(0, f"S{KEY_BYTES}")
+        offsets = np.cumsum([0, *(len(k) for k in part_keys)])
+        order = np.argsort(known, kind="stable")  # equal keys keep the order of parts
+        at = np.searchsorted(known[order], keys)
+        found = at < len(known)
+        found[found] = known[order[at[found]]] == keys[found]
+        if not found.all():
+            raise KeyError(f"{int((~found).sum()):,} texts are not in the cache of {model_id!r}")
+        chosen = order[at]  # the first cached row of every key
+        by_row = np.argsort(chosen, kind="stable")
+        rows = chosen[by_row]
+        for part, begin, end in zip(parts, offsets[:-1], offsets[1:], strict=True):
+            low, high = np.searchsorted(rows, [begin, end])
+            if low == high:
+                continue
+            file = pq.ParquetFile(part)
+            dimension = _part_dimension(file.schema_arrow, model_id, part)
+            start = begin
+            for batch in file.iter_batches(batch_size=batch_rows, columns=["vector"]):
+                stop = start + batch.num_rows
+                first, last = np.searchsorted(rows, [start, stop])
+                if first < last:
+                    flat = batch.column(0).flatten().to_numpy(zero_copy_only=False)
+                    vectors = flat.astype(np.float32, copy=False).reshape(-1, dimension)
+                    yield by_row[first:last], vectors[rows[first:last] - start]
+                start = stop
 
     def add(self, model_id: str, keys: np.ndarray, vectors: np.ndarray) -> Path | None:
         """Persist ``vectors`` under ``keys`` as a new part; returns its path (None if empty)."""
@@ -153,36 +163,46 @@ class EmbeddingCache:
         if len(keys) == 0:
             return None
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        with self._lock:
-            state = self._refresh(model_id)
-            if state.dimension is not None and state.dimension != vectors.shape[1]:
+        parts = self._parts(model_id)
+        if parts:
+            dimension = _part_dimension(pq.read_schema(parts[0]), model_id, parts[0])
+            if dimension != vectors.shape[1]:
                 raise ValueError(
-                    f"cache for {model_id!r} holds {state.dimension}-d vectors, "
-                    f"not {vectors.shape[1]}-d"
+                    f"cache for {model_id!r} holds {dimension}-d vectors, not {vectors.shape[1]}-d"
                 )
-            path = self._write_part(model_id, keys, vectors)
-            self._append(state, [path.name], [(_key_array(keys), vectors)])
-            return path
+        return self._write_part(model_id, keys, vectors)
 
     def count(self, model_id: str) -> int:
         """Number of cached entries for ``model_id`` (duplicates across parts included)."""
-        with self._lock:
-            return len(self._refresh(model_id).keys)
+        return sum(pq.ParquetFile(part).metadata.num_rows for part in self._parts(model_id))
 
     def compact(self, model_id: str) -> None:
-        """Rewrite ``model_id``'s parts as one deduplicated part, then delete the old ones."""
-        with self._lock:
-            state = self._refresh(model_id)
-            if len(state.parts) <= 1:
-                return
-            keys = _keys_to_numpy(state.keys)
-            _, first = np.unique(keys, return_index=True)
-            first.sort()
-            old = sorted(state.parts)
-            path = self._write_part(model_id, keys[first], state.vectors[first])
-            for name in old:
-                (path.parent / name).unlink(missing_ok=True)
-            self._states.pop(model_id, None)
+        """Rewrite ``model_id``'s parts as one deduplicated part, then delete the old ones
+        (this one holds the model's whole cache in memory)."""
+        parts = self._parts(model_id)
+        if len(parts) <= 1:
+            return
+        keys = np.unique(self._cached_keys(model_id))
+        vectors = np.empty((len(keys), 0), np.float32)
+        for positions, batch in self.iter_vectors(model_id, keys):
+            if vectors.shape[1] == 0:
+                vectors = np.empty((len(keys), batch.shape[1]), np.float32)
+            vectors[positions] = batch
+        self._write_part(model_id, keys, vectors)
+        for part in parts:
+            part.unlink(missing_ok=True)
+
+    def _parts(self, model_id: str) -> list[Path]:
+        folder = self.model_dir(model_id)
+        return sorted(folder.glob(_PART_GLOB)) if folder.is_dir() else []
+
+    def _cached_keys(self, model_id: str) -> np.ndarray:
+        parts = self._parts(model_id)
+        return (
+            np.concatenate([_part_keys(part) for part in parts])
+            if parts
+            else np.empty(0, f"S{KEY_BYTES}")
+        )
 
     def _write_part(self, model_id: str, keys: np.ndarray, vectors: np.ndarray) -> Path:
         folder = self.model_dir(model_id)
@@ -199,51 +219,22 @@ class EmbeddingCache:
         tmp.replace(folder / name)
         return folder / name
 
-    def _refresh(self, model_id: str) -> _ModelState:
-        """Load any part of ``model_id`` not loaded yet (caller holds the lock)."""
-        state = self._states.setdefault(model_id, _ModelState())
-        folder = self.model_dir(model_id)
-        if not folder.is_dir():
-            return state
-        new = [p for p in sorted(folder.glob(_PART_GLOB)) if p.name not in state.parts]
-        if new:
-            decoded = [
-                self._decode(pq.read_table(p, columns=["key", "vector"]), model_id, p) for p in new
-            ]
-            self._append(state, [p.name for p in new], decoded)
-        return state
 
-    @staticmethod
-    def _decode(table: pa.Table, model_id: str, path: Path) -> tuple[pa.Array, np.ndarray]:
-        meta = table.schema.metadata or {}
-        stored = meta.get(b"metabundle.model_id", b"").decode()
-        if stored != model_id:
-            raise ValueError(f"{path} belongs to model {stored!r}, not {model_id!r}")
-        vector_type = table.schema.field("vector").type
-        if not pa.types.is_fixed_size_list(vector_type):
-            raise ValueError(f"{path}: vector column is {vector_type}, not a fixed_size_list")
-        column = table.column("vector").combine_chunks()
-        flat = column.flatten().to_numpy(zero_copy_only=False)
-        vectors = flat.astype(np.float32, copy=False).reshape(-1, vector_type.list_size)
-        return table.column("key").combine_chunks(), vectors
+def _part_keys(part: Path) -> np.ndarray:
+    """The ``key`` column of a cache part as an ``S32`` array."""
+    column = pq.read_table(part, columns=["key"]).column("key").combine_chunks()
+    return _keys_to_numpy(column.cast(pa.binary(KEY_BYTES)))
 
-    @staticmethod
-    def _append(
-        state: _ModelState, names: list[str], parts: list[tuple[pa.Array, np.ndarray]]
-    ) -> None:
-        """Add decoded parts to ``state`` with one concatenation (not one per part)."""
-        dimension = state.dimension if state.dimension is not None else parts[0][1].shape[1]
-        for name, (_, vectors) in zip(names, parts, strict=True):
-            if vectors.shape[1] != dimension:
-                raise ValueError(f"part {name} has {vectors.shape[1]}-d vectors, not {dimension}")
-        if state.dimension is None:
-            state.dimension = dimension
-            state.vectors = np.empty((0, dimension), np.float32)
-        state.keys = pa.concat_arrays(
-            [state.keys, *(keys.cast(pa.binary(KEY_BYTES)) for keys, _ in parts)]
-        )
-        state.vectors = np.concatenate([state.vectors, *(vectors for _, vectors in parts)])
-        state.parts.update(names)
+
+def _part_dimension(schema: pa.Schema, model_id: str, path: Path) -> int:
+    """The vector dimension of a part whose schema says it belongs to ``model_id``."""
+    stored = (schema.metadata or {}).get(b"metabundle.model_id", b"").decode()
+    if stored != model_id:
+        raise ValueError(f"{path} belongs to model {stored!r}, not {model_id!r}")
+    vector_type = schema.field("vector").type
+    if not pa.types.is_fixed_size_list(vector_type):
+        raise ValueError(f"{path}: vector column is {vector_type}, not a fixed_size_list")
+    return vector_type.list_size
 
 
 #: Distinct texts embedded between two cache writes: what an interrupted run can lose.
@@ -313,6 +304,33 @@ def fill_cache(
     return filled.stats
 
 
+def embed_into(
+    embedder: Embedder,
+    texts: Sequence[str],
+    cache: EmbeddingCache,
+    out: np.ndarray,
+    *,
+    progress: ProgressCallback | None = None,
+    on_start: Callable[[int], None] | None = None,
+    chunk_texts: int | None = None,
+) -> CacheStats:
+    """Write the vector of every text into row ``i`` of ``out`` (``(len(texts), d)``,
+    e.g. a memory-mapped ``.npy``), embedding only distinct texts not yet cached (as
+    :func:`fill_cache` does, chunk by chunk), then reading the cache part by part, so
+    neither the cache nor the vectors need fit in memory."""
+    filled = _fill(
+        embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
+    )
+    documents = np.argsort(filled.inverse, kind="stable")  # the texts of each distinct key
+    bounds = np.searchsorted(filled.inverse[documents], np.arange(len(filled.unique_keys) + 1))
+    for positions, vectors in cache.iter_vectors(embedder.model_id, filled.unique_keys):
+        counts = bounds[positions + 1] - bounds[positions]
+        starts = np.repeat(bounds[positions], counts)
+        within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        out[documents[starts + within]] = np.repeat(vectors, counts, axis=0)
+    return filled.stats
+
+
 def embed_with_cache(
     embedder: Embedder,
     texts: Sequence[str],
@@ -322,13 +340,15 @@ def embed_with_cache(
     on_start: Callable[[int], None] | None = None,
     chunk_texts: int | None = None,
 ) -> tuple[np.ndarray, CacheStats]:
-    """Vectors for ``texts`` (input order), embedding only distinct texts not yet cached
-    (as :func:`fill_cache` does, chunk by chunk)."""
-    filled = _fill(
-        embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
+    """Vectors for ``texts`` (input order) in memory, as :func:`embed_into` writes them."""
+    vectors = np.empty((len(texts), int(embedder.dimension)), np.float32)
+    stats = embed_into(
+        embedder,
+        texts,
+        cache,
+        vectors,
+        progress=progress,
+        on_start=on_start,
+        chunk_texts=chunk_texts,
     )
-    # every key is cached now
-    _, unique_vectors = cache.lookup(embedder.model_id, filled.unique_keys)
-    if not len(filled.unique_keys):
-        unique_vectors = np.empty((0, int(embedder.dimension)), np.float32)
-    return unique_vectors[filled.inverse], filled.stats
+    return vectors, stats

@@ -106,11 +106,13 @@ def rank(
     retrieval = new_retrieval(release, policy, method)
     exact, lists = candidates(release, query, policy, mask, limit, retrieval)
     effective = retrieval.effective_method
-    rows = doc_rows(release, {d for pairs in lists.values() for d, _ in pairs} | set(exact))
+    rows = doc_rows(
+        release, {d for pairs in lists.values() for d, _ in pairs} | set(exact), policy.fold_kinds
+    )
     folded: set[int] = set()
     if policy.fold_kinds:
         lists, folded = fold_children(lists, rows, query, policy)
-        rows |= doc_rows(release, folded - set(rows))
+        rows |= doc_rows(release, folded - set(rows), policy.fold_kinds)
     hits = signals(lists)
     if effective == "hybrid":
         weighted_signals(release, hits, rows, query, policy.fusion)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -84,17 +85,39 @@ def title_candidates(
 # -- rows -------------------------------------------------------------------------------
 
 
-def doc_rows(release: Release, docnos: set[int]) -> Rows:
-    """``search_doc`` rows of ``docnos`` with the docno of each one's parent document."""
+def doc_rows(
+    release: Release, docnos: set[int], fold_kinds: Mapping[str, str] | None = None
+) -> Rows:
+    """``search_doc`` rows of ``docnos``; a row of a kind that folds into a parent
+    (``fold_kinds``: child kind → parent kind) carries its parent's ``parent_docno``
+    (None for every other row). Each read is a lookup of a few rows, so its cost does
+    not grow with the corpus (a join of the whole table did)."""
     if not docnos:
         return {}
-    columns = ", ".join(f"d.{name}" for name in DOC_COLUMNS)
     rows = release.query_dicts(
-        f"SELECT {columns}, p.docno AS parent_docno FROM search_doc d "
-        "LEFT JOIN search_doc p ON p.source = d.source AND p.entity_id = d.parent_id "
-        "WHERE d.docno IN (SELECT unnest(?::INTEGER[]))",
+        f"SELECT {', '.join(DOC_COLUMNS)} FROM search_doc "
+        "WHERE docno IN (SELECT unnest(?::INTEGER[]))",
         [sorted(docnos)],
     )
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for row in rows:
+        parent_kind = (fold_kinds or {}).get(row["kind"])
+        if parent_kind is not None and row["parent_id"] is not None:
+            wanted.setdefault((row["source"], parent_kind), set()).add(row["parent_id"])
+    parents: dict[tuple[str, str], int] = {}
+    for (source, kind), entity_ids in sorted(wanted.items()):
+        for entity_id, docno in release.query(
+            "SELECT entity_id, docno FROM search_doc WHERE source = ? AND kind = ? "
+            "AND entity_id IN (SELECT unnest(?::VARCHAR[]))",
+            [source, kind, sorted(entity_ids)],
+        ):
+            parents[(source, entity_id)] = int(docno)
+    for row in rows:
+        row["parent_docno"] = (
+            parents.get((row["source"], row["parent_id"]))
+            if row["kind"] in (fold_kinds or {})
+            else None
+        )
     return {int(row["docno"]): row for row in rows}
 
 
