@@ -186,14 +186,21 @@ def run_size(
 
 
 def run(
-    sizes: list[int], workdir: Path | None = None, keep: bool = False, cache: Path | None = None
+    sizes: list[int],
+    workdir: Path | None = None,
+    keep: bool = False,
+    cache: Path | None = None,
+    save: Path | None = None,
 ) -> dict[str, Any]:
-    """Every size, smallest first, in one run."""
+    """Every size, smallest first, in one run; the report so far is written to ``save``
+    after each size (a long run that is stopped keeps what it measured)."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="metabundle-scale-"))
     report: dict[str, Any] = {"machine": machine(), "sizes": []}
     try:
         for index, docs in enumerate(sorted(sizes)):
             report["sizes"].append(run_size(docs, workdir, index == 0, cache))
+            if save is not None:
+                save.write_text(json.dumps(report, indent=1, default=str) + "\n")
             if not keep:
                 shutil.rmtree(workdir / f"docs-{docs}", ignore_errors=True)
         report["growth"] = growth(report["sizes"])
@@ -297,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
-    report = run(args.docs or [1_000_000, 10_000_000], args.workdir, args.keep, args.cache)
+    sizes = args.docs or [1_000_000, 10_000_000]
+    report = run(sizes, args.workdir, args.keep, args.cache, args.json)
     return print_and_save(render(report), report, args.json)
 
 

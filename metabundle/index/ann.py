@@ -601,6 +601,15 @@ def _exact_top_k(
     return best_keys, best_scores
 
 
+def _sorted_contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of ``keys`` are in ``sorted_keys`` (ascending, distinct), by binary search:
+    a cost in the candidates, not in the allowed keys."""
+    at = np.searchsorted(sorted_keys, keys)
+    found = at < len(sorted_keys)
+    found[found] = sorted_keys[at[found]] == keys[found]
+    return found
+
+
 def filtered_search(
     index: AnnIndex,
     vectors_mmap: np.ndarray,
@@ -630,7 +639,9 @@ def filtered_search(
     if allowed_keys is None:
         keys = index.candidates(q, index.rescore_count(k))
         return _top_k(keys, _exact_scores(vectors_mmap, keys, q), k)
-    allowed = np.unique(np.asarray(allowed_keys, dtype=np.int64))
+    allowed = np.asarray(allowed_keys, dtype=np.int64)
+    if allowed.size > 1 and not (allowed[1:] > allowed[:-1]).all():
+        allowed = np.unique(allowed)  # sorted distinct keys are used as they are
     if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors_mmap.shape[0]):
         raise ValueError("allowed_keys must be row numbers of vectors_mmap")
     if allowed.size <= exact_threshold or n == 0:
@@ -640,7 +651,7 @@ def filtered_search(
     count = min(limit, max(4 * k, math.ceil(index.rescore_count(k) * n / allowed.size)))
     while True:
         keys = index.candidates(q, count)
-        hits = keys[np.isin(keys, allowed, assume_unique=True)]
+        hits = keys[_sorted_contains(allowed, keys)]
         if hits.size >= wanted:
             return _top_k(hits, _exact_scores(vectors_mmap, hits, q), k)
         if count >= limit:
