@@ -234,7 +234,7 @@ def render(report: dict[str, Any]) -> str:
     """The figures as a Markdown table, one column per size."""
     sizes = report["sizes"]
     rows: list[tuple[str, Any]] = [
-        ("search documents", lambda s: f"{s['documents']:,}"),
+        ("documents asked for", lambda s: f"{s['target_docs']:,}"),
         ("build wall s", lambda s: s["build"]["wall_s"]),
         ("build peak RSS MiB", lambda s: s["build"]["peak_rss_mib"]),
         *(
@@ -258,14 +258,14 @@ def render(report: dict[str, Any]) -> str:
         (f"serving RSS after {SERVING_CALLS} calls MB", lambda s: s["serving"]["rss_mb"]),
         *(
             (
-                f"search_all {method} p50 / p95 ms",
+                f"this process, search_all {method} p50 / p95 ms",
                 lambda s, m=method: "{p50_ms} / {p95_ms}".format(**s["search_all"][m]),
             )
             for method in ("keyword", "semantic", "hybrid")
         ),
         *(
             (
-                f"{name} p50 / p95 ms",
+                f"serving child, {name} p50 / p95 ms",
                 lambda s, name=name: (
                     "{p50_ms} / {p95_ms}".format(**s["serving"]["tools"][name])
                     if name in s["serving"]["tools"]
@@ -274,9 +274,9 @@ def render(report: dict[str, Any]) -> str:
             )
             for name in sizes[-1]["serving"]["tools"]
         ),
-        ("ANN recall@10", lambda s: s["ann"]["recall_at_10"]),
+        ("ANN recall@10 (tie-aware)", lambda s: s["ann"]["recall_at_10"]["tie_aware"]),
     ]
-    header = "| figure | " + " | ".join(f"{s['target_docs']:,}" for s in sizes) + " |"
+    header = "| figure | " + " | ".join(f"{s['documents']:,} documents" for s in sizes) + " |"
     lines = [header, "| --- |" + " --- |" * len(sizes)]
     lines += [f"| {name} | " + " | ".join(str(get(s)) for s in sizes) + " |" for name, get in rows]
     first = sizes[0]

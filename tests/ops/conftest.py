@@ -86,7 +86,7 @@ def read_report(build: Build) -> dict[str, Any]:
 def _run(out: Path, cache: Path, server: StaticServer) -> BuildRun:
     before = len(server.requests)
     build = build_release(out, cache, server.url, SOURCES)
-    releases = sorted(p.name for p in (out / "releases").iterdir())
+    releases = sorted(p.name for p in (out / "releases").iterdir() if p.is_dir())
     return BuildRun(build, read_report(build), server.requests[before:], releases)
 
 
