@@ -94,6 +94,7 @@ def doc_rows(
     not grow with the corpus (a join of the whole table did)."""
     if not docnos:
         return {}
+    fold_kinds = fold_kinds or {}
     rows = release.query_dicts(
         f"SELECT {', '.join(DOC_COLUMNS)} FROM search_doc "
         "WHERE docno IN (SELECT unnest(?::INTEGER[]))",
@@ -101,7 +102,7 @@ def doc_rows(
     )
     wanted: dict[tuple[str, str], set[str]] = {}
     for row in rows:
-        parent_kind = (fold_kinds or {}).get(row["kind"])
+        parent_kind = fold_kinds.get(row["kind"])
         if parent_kind is not None and row["parent_id"] is not None:
             wanted.setdefault((row["source"], parent_kind), set()).add(row["parent_id"])
     parents: dict[tuple[str, str], int] = {}
@@ -114,9 +115,7 @@ def doc_rows(
             parents[(source, entity_id)] = int(docno)
     for row in rows:
         row["parent_docno"] = (
-            parents.get((row["source"], row["parent_id"]))
-            if row["kind"] in (fold_kinds or {})
-            else None
+            parents.get((row["source"], row["parent_id"])) if row["kind"] in fold_kinds else None
         )
     return {int(row["docno"]): row for row in rows}
 
