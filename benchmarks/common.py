@@ -193,11 +193,13 @@ def profile_top(call: Callable[[], Any], top: int = 15) -> list[dict[str, Any]]:
 
 
 def proc_status_mib(pid: int | str = "self") -> dict[str, float]:
-    """VmRSS and VmHWM (peak) of a process in MiB, from ``/proc``."""
+    """VmRSS, VmHWM (peak) and RSS's parts (RssAnon: the process's own memory;
+    RssFile: pages of mapped files, which the kernel can drop and read again) of a
+    process in MiB, from ``/proc``."""
     values: dict[str, float] = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
             values[key] = round(int(rest.split()[0]) / 1024, 1)
     return values
 

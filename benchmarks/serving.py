@@ -314,25 +314,23 @@ def mcp_start(release_path: Path, repeats: int, profile: bool = True) -> dict[st
 
 
 def serving_memory(release_path: Path, n_calls: int) -> dict[str, Any]:
-    """RSS of a serving child after opening the release and after a mixed load."""
-    _, stdout, _ = _spawn(
-        ["-m", "benchmarks.serving", "load", str(release_path), "--calls", str(n_calls)]
-    )
+    """RSS of a serving child after opening the release and after a mixed load. The
+    calls are planned here (finding each case's target reads every entity of every
+    source), so the child holds only what serving does."""
+    with Release.open(release_path) as release:
+        plan = mixed_calls(release, n_calls)
+    with tempfile.TemporaryDirectory() as folder:
+        calls = Path(folder) / "calls.json"
+        calls.write_text(json.dumps(plan))
+        _, stdout, _ = _spawn(["-m", "benchmarks.serving", "load", str(release_path), str(calls)])
     return json.loads(stdout)
 
 
-# -- child processes ------------------------------------------------------------------
-
-
-def _child_load(release_path: str, calls: int) -> dict[str, Any]:
-    """Open, measure RSS, run ``calls`` tool calls of every kind, measure again."""
-    release = Release.open(release_path)
-    call_tool(release, "get_release_info", {})
-    after_open = proc_status_mib()
+def mixed_calls(release: Release, n_calls: int) -> list[tuple[str, dict[str, Any]]]:
+    """``n_calls`` tool calls of every source's methods on its evaluation cases, shuffled."""
     specs = source_specs()
     plan = []
-    sets = load_sets()
-    for source, cases in sets.items():
+    for source, cases in load_sets().items():
         if source not in specs or source not in release.manifest["sources"]:
             continue
         known = entities(release, source)
@@ -340,10 +338,22 @@ def _child_load(release_path: str, calls: int) -> dict[str, Any]:
             target = target_of(specs[source], case, known)
             plan += [(m.tool, tool_arguments(m, case, target)) for m in specs[source].methods]
     random.Random(SEED).shuffle(plan)
+    return plan[:n_calls]
+
+
+# -- child processes ------------------------------------------------------------------
+
+
+def _child_load(release_path: str, calls_file: str) -> dict[str, Any]:
+    """Open, measure RSS, run the planned tool calls, measure again."""
+    plan = json.loads(Path(calls_file).read_text())
+    release = Release.open(release_path)
+    call_tool(release, "get_release_info", {})
+    after_open = proc_status_mib()
     errors = 0
     samples: dict[str, list[float]] = {}
     started = time.perf_counter()
-    for name, args in plan[:calls]:
+    for name, args in plan:
         seconds, payload = timed(lambda name=name, args=args: call_tool(release, name, args))
         errors += "error" in payload
         samples.setdefault(
@@ -352,12 +362,14 @@ def _child_load(release_path: str, calls: int) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     after = proc_status_mib()
     return {
-        "calls": min(calls, len(plan)),
+        "calls": len(plan),
         "errors": errors,
         "load_s": round(elapsed, 2),
         "rss_after_open_mb": after_open["VmRSS"],
         "rss_mb": after["VmRSS"],
         "peak_rss_mb": after["VmHWM"],
+        "rss_anon_mb": after["RssAnon"],
+        "rss_file_mb": after["RssFile"],
         "tools": {name: latency(values) for name, values in sorted(samples.items())},
     }
 
@@ -366,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="the serving child: a mixed tool load")
     parser.add_argument("command", choices=["load"])
     parser.add_argument("release")
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("calls", help="a JSON file of [tool, arguments] pairs")
     args = parser.parse_args(argv)
     print(json.dumps(_child_load(args.release, args.calls)))
     return 0

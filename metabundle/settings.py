@@ -20,7 +20,9 @@ or the variable.
 
 from __future__ import annotations
 
+import os
 from contextvars import ContextVar
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Self
 
@@ -75,6 +77,13 @@ class Settings(BaseSettings):
             _GIVEN.reset(token)
 
     @classmethod
+    def current(cls) -> Self:
+        """:meth:`load` without values, made once per distinct set of ``METABUNDLE_*``
+        variables (a serving process asks on every query; a model takes milliseconds)."""
+        environment = tuple(sorted(i for i in os.environ.items() if i[0].startswith(ENV_PREFIX)))
+        return _current(cls, environment)  # type: ignore[return-value]
+
+    @classmethod
     def option(cls, field: str) -> str:
         """What set ``field`` in the load under way: its flag when one was given, else
         its variable (for messages)."""
@@ -89,6 +98,11 @@ class Settings(BaseSettings):
         value = problem.get("input")
         message = str(problem["msg"]).removeprefix("Value error, ")
         return f"{option} {value!r} is not valid: {message}"
+
+
+@lru_cache(maxsize=32)
+def _current(model: type[Settings], environment: tuple[tuple[str, str], ...]) -> Settings:
+    return model.load()
 
 
 def _flag(value: object) -> object:
@@ -114,6 +128,12 @@ class RuntimeSettings(Settings):
         default=True, description="Query embeddings on (0 turns them off: hybrid degrades)."
     )
     sql_workers: int = Field(default=2, ge=1, description="Processes that run run_sql.")
+    mapped_pages_mb: int = Field(
+        default=256,
+        ge=0,
+        description="Resident pages of the release's memory-mapped files a serving process "
+        "keeps before it lets them go (0: never).",
+    )
     datasette_dir: Path | None = Field(
         default=None, description="The Datasette template folder (else the checkout's)."
     )

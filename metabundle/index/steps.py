@@ -559,37 +559,28 @@ def build_crosswalk(
     sources: list[StagedSource],
     docs: SearchStage,
     embeddings: SearchStage,
-    ann: SearchStage,
     report: Reporter,
 ) -> SearchStage:
     """The ``concept_crosswalk`` table and its coverage; nothing without OMOP."""
     if not any(s.source == "omop" for s in sources):
         return SearchStage("crosswalk", "none", False)
     staged = sorted(sources, key=lambda s: s.source)
-    key = _key("crosswalk", *(f"{s.source}:{s.cache_key}" for s in staged), docs.key, ann.key)
+    key = _key(
+        "crosswalk", *(f"{s.source}:{s.cache_key}" for s in staged), docs.key, embeddings.key
+    )
     tables = {
         name: table.path
         for source in staged
         for name, table in source.tables.items()
         if name in CROSSWALK_INPUTS
     }
-    ann_path = next(
-        (
-            Path(path)
-            for name, path in ann.files.items()
-            if name.startswith("ann/omop.") and not name.endswith(".json")
-        ),
-        None,
-    )
 
     def make(folder: Path) -> SearchStage:
         with connect() as con:
             vectors = (
                 np.load(embeddings.file(VECTORS_FILE), mmap_mode="r") if embeddings.files else None
             )
-            relation, coverage = crosswalk_table(
-                con, tables, docs.table("search_doc"), vectors, ann_path
-            )
+            relation, coverage = crosswalk_table(con, tables, docs.table("search_doc"), vectors)
             table = stage_table(
                 "concept_crosswalk", relation, folder / "concept_crosswalk.parquet", con=con
             )

@@ -32,6 +32,7 @@ from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, write_sums
 from metabundle.release.datasette_meta import assets_dir, write_datasette_files
 from metabundle.release.digest_record import record_digests
+from metabundle.release.doc_rows import DOC_ROWS_FILE, write_doc_rows
 from metabundle.release.duckdb_file import write_duckdb
 from metabundle.release.manifest import (
     MANIFEST_FILE,
@@ -267,6 +268,10 @@ def _assemble(
     manifest.coverage = release_coverage(sources, profile) | search.coverage
     manifest.build = build_record(sources, search)
     write_datasette_files(root, manifest.to_json())
+    if "search_doc" in parquet:
+        report(
+            f"{DOC_ROWS_FILE}: {write_doc_rows(parquet['search_doc'], root / DOC_ROWS_FILE):,} rows"
+        )
     _drop_non_parquet_targets(parquet, declared)
     write_datapackage(root, version, sorted(parquet))
     (root / "README.md").write_text(release_readme(manifest))

@@ -74,6 +74,28 @@ SEARCH_DOC = Table(
     hidden=True,
 )
 
+#: The ``search_doc`` columns a search answer shows, in the release's rows file
+#: (``search/doc_rows.arrow``, :mod:`metabundle.release.doc_rows`).
+SHOWN_DOC_COLUMNS = (
+    "docno",
+    "doc_id",
+    "source",
+    "kind",
+    "entity_id",
+    "title",
+    "body",
+    "canonical_url",
+    "parent_id",
+    "study_id",
+    "domain",
+    "vocabulary",
+    "concept_class",
+    "standard_concept",
+    "is_valid",
+    "variable_type",
+    "role",
+)
+
 SEARCH_IDENTIFIER = Table(
     name="search_identifier",
     source="metabundle",

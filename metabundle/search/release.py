@@ -9,6 +9,7 @@ takes its own DuckDB cursor.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -16,19 +17,22 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from metabundle import __version__
 from metabundle.errors import ReleaseError
 from metabundle.index.ann import AnnIndex, load_vectors, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
+from metabundle.release.doc_rows import DOC_ROWS_FILE, DocRows
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
+from metabundle.search import mapped_pages
 from metabundle.search.engine import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, open_hardened
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
 from metabundle.search.sql_guard import first_line
 from metabundle.search.sql_pool import SqlWorkers
 from metabundle.settings import RuntimeSettings
 
-QUERY_VECTORS_KEPT = 64
+QUERIES_KEPT = 64
 UNRELATED_PAIRS = 4000
 UNRELATED_SHARE = 0.001
 UNRELATED_SEED = 20261201
@@ -38,7 +42,7 @@ DUCKDB_FILE = "metabundle.duckdb"
 
 def embeddings_enabled() -> bool:
     """``METABUNDLE_EMBEDDINGS_ENABLED=0`` turns query embeddings off."""
-    return RuntimeSettings.load().embeddings_enabled
+    return RuntimeSettings.current().embeddings_enabled
 
 
 def keyword_instead(cause: str) -> ToolError:
@@ -67,6 +71,7 @@ class Release:
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
         self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
+        self._identified: dict[str, list[int]] = {}  # the latest identifier lookups
 
     @classmethod
     def open(
@@ -121,6 +126,60 @@ class Release:
     def keywords(self) -> KeywordIndex | None:
         folder = self.path / "fts"
         return KeywordIndex.open(folder) if (folder / "meta.json").exists() else None
+
+    def identified(self, identifier: str) -> list[int]:
+        """Docnos of the documents with this (normalized) identifier or alias, ascending;
+        the latest :data:`QUERIES_KEPT` lookups are kept (a request that ranks several
+        sources looks its query up once)."""
+        with self._lock:
+            kept = self._identified.get(identifier)
+        if kept is None:
+            rows = self.query(
+                "SELECT docno FROM search_identifier WHERE identifier = ? ORDER BY docno",
+                [identifier],
+            )
+            kept = [int(row[0]) for row in rows]
+            with self._lock:
+                _keep(self._identified, identifier, kept)
+        return kept
+
+    def trim_mapped_pages(self) -> bool:
+        """Let this process's pages of the release's memory-mapped files go when they
+        pass ``METABUNDLE_MAPPED_PAGES_MB`` (:mod:`metabundle.search.mapped_pages`);
+        whether they did. Every tool call ends with it."""
+        budget = RuntimeSettings.current().mapped_pages_mb
+        if not budget or mapped_pages.mapped_mb() <= budget:
+            return False
+        return mapped_pages.trim(self.path) > 0
+
+    # -- rows ---------------------------------------------------------------------
+
+    @cached_property
+    def doc_rows(self) -> DocRows:
+        """The shown ``search_doc`` columns, row ``i`` = docno ``i``, memory-mapped."""
+        if DOC_ROWS_FILE not in self._files:
+            raise ToolError(
+                RELEASE_DAMAGED,
+                f"This release has no {DOC_ROWS_FILE} (metabundle {__version__} reads search "
+                "results from it); rebuild it or download a current release.",
+            )
+        table = DocRows(self._checked_file(self.path / DOC_ROWS_FILE))
+        if table.num_rows != self.n_docs:
+            raise ToolError(
+                RELEASE_DAMAGED,
+                f"{DOC_ROWS_FILE} holds {table.num_rows:,} rows for {self.n_docs:,} "
+                f"documents; {DAMAGED}",
+            )
+        return table
+
+    def shown_rows(self, docnos: Iterable[int]) -> list[dict[str, Any]]:
+        """The shown ``search_doc`` columns of ``docnos`` (once each, by docno)."""
+        wanted = np.unique(np.fromiter(docnos, dtype=np.int64))
+        if not wanted.size:
+            return []
+        if wanted[0] < 0 or wanted[-1] >= self.n_docs:
+            raise ValueError(f"docnos must lie in 0..{self.n_docs - 1}")
+        return self.doc_rows.take(wanted)
 
     @cached_property
     def n_docs(self) -> int:
@@ -230,7 +289,7 @@ class Release:
 
     def embed_query(self, text: str) -> np.ndarray:
         """The unit vector of ``text`` under the release's model; the latest
-        :data:`QUERY_VECTORS_KEPT` queries' vectors are kept, so that one request that
+        :data:`QUERIES_KEPT` queries' vectors are kept, so that one request that
         ranks several sources embeds its query once."""
         embedder = self.embedder()  # refuses first when embeddings are off
         with self._lock:
@@ -242,7 +301,12 @@ class Release:
         except EmbeddingsUnavailable as error:
             raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None
         with self._lock:
-            if len(self._query_vectors) >= QUERY_VECTORS_KEPT:
-                self._query_vectors.pop(next(iter(self._query_vectors)))
-            self._query_vectors[text] = vector
+            _keep(self._query_vectors, text, vector)
         return vector
+
+
+def _keep(kept: dict[str, Any], key: str, value: Any) -> None:
+    """Remember ``value`` under ``key``, forgetting the oldest beyond :data:`QUERIES_KEPT`."""
+    if len(kept) >= QUERIES_KEPT:
+        kept.pop(next(iter(kept)))
+    kept[key] = value

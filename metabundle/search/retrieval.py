@@ -11,7 +11,7 @@ block of every search answer. The ranking rules that combine them are in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -165,11 +165,7 @@ def exact_matches(release: Release, query: str, mask: np.ndarray | None) -> list
     identifier = normalize_identifier(query)
     if not identifier:
         return []
-    rows = release.query(
-        "SELECT docno FROM search_identifier WHERE identifier = ? ORDER BY docno", [identifier]
-    )
-    docnos = [int(r[0]) for r in rows]
-    return [d for d in docnos if mask is None or mask[d]]
+    return [d for d in release.identified(identifier) if mask is None or mask[d]]
 
 
 def keyword_candidates(
@@ -192,14 +188,15 @@ def semantic_candidates(
     vectors = release.vectors
     assert vectors is not None  # embed_query checked it
     hits: list[tuple[int, float]] = []
-    for source, in_source in release.source_masks.items():
-        allowed = None if mask is None else in_source & mask
-        if allowed is not None and not allowed.any():
-            continue
+    for source, docnos in release.source_ranges.items():
+        keys_allowed = None
+        if mask is not None:  # the source's slice of the mask, never the whole mask
+            keys_allowed = np.flatnonzero(mask[docnos.start : docnos.stop]) + docnos.start
+            if not keys_allowed.size:
+                continue
         index = release.ann_index(source)
         if index is None:
             continue
-        keys_allowed = None if allowed is None else np.flatnonzero(allowed)
         keys, scores = filtered_search(index, vectors, vector, k, keys_allowed)
         hits += [(int(d), float(s)) for d, s in zip(keys, scores, strict=True)]
     hits.sort(key=lambda pair: (-pair[1], pair[0]))
@@ -263,34 +260,7 @@ KeywordSearch = Callable[[Release, str, np.ndarray | None, int], list[tuple[int,
 
 # -- hydration ------------------------------------------------------------------------
 
-DOC_COLUMNS = (
-    "docno",
-    "doc_id",
-    "source",
-    "kind",
-    "entity_id",
-    "title",
-    "body",
-    "canonical_url",
-    "parent_id",
-    "study_id",
-    "domain",
-    "vocabulary",
-    "concept_class",
-    "standard_concept",
-    "is_valid",
-    "variable_type",
-    "role",
-)
 
-
-def documents(release: Release, docnos: list[int]) -> dict[int, dict[str, Any]]:
-    """``search_doc`` rows of ``docnos`` keyed by docno."""
-    if not docnos:
-        return {}
-    rows = release.query_dicts(
-        f"SELECT {', '.join(DOC_COLUMNS)} FROM search_doc WHERE docno IN "
-        f"(SELECT unnest(?::INTEGER[]))",
-        [list(docnos)],
-    )
-    return {int(row["docno"]): row for row in rows}
+def documents(release: Release, docnos: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The shown ``search_doc`` columns of ``docnos`` keyed by docno."""
+    return {int(row["docno"]): row for row in release.shown_rows(docnos)}

@@ -122,3 +122,14 @@ def test_the_cli_reports_a_bad_variable_in_one_line(tmp_path: Path) -> None:
         "metabundle: Unknown METABUNDLE_EMBEDDING_PROVIDER 'bogus'; choose from minilm, "
         "wordllama, openai, none."
     ]
+
+
+def test_current_settings_are_made_once_per_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("METABUNDLE_EMBEDDINGS_ENABLED", raising=False)
+    first = RuntimeSettings.current()
+    assert first is RuntimeSettings.current() and first.embeddings_enabled is True
+    monkeypatch.setenv("METABUNDLE_EMBEDDINGS_ENABLED", "0")  # counts from the next call on
+    assert RuntimeSettings.current().embeddings_enabled is False
+    monkeypatch.setenv("METABUNDLE_SQL_WORKERS", "zero")
+    with pytest.raises(ConfigError, match="METABUNDLE_SQL_WORKERS"):
+        RuntimeSettings.current()

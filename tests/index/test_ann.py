@@ -315,6 +315,25 @@ def test_auto_keeps_a_graph_that_finds_its_neighbours_and_scans_otherwise(
     assert large.name == "large.usearch" and unmeasured is None
 
 
+def test_auto_rules_out_a_graph_by_a_sample_before_building_the_whole(
+    tmp_path: Path, data: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = np.arange(N, dtype=np.int64) + 7
+    monkeypatch.setattr(ann, "AUTO_SAMPLE_VECTORS", 1000)
+    monkeypatch.setattr(ann, "AUTO_MIN_RECALL", 1.01)  # no graph is good enough
+    scanned, recall = build_source_index(data, keys, tmp_path / "scanned")
+    assert scanned.name == "scanned.bitscan"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scanned.bitscan", "scanned.json"]
+    rows = np.sort(np.random.default_rng(ann.SELF_RECALL_SEED).choice(N, 1000, replace=False))
+    sample = tmp_path / "sample.usearch"
+    build_ann_index(data[rows], keys[rows], sample, "usearch")
+    assert recall == self_recall(open_ann_index(sample), data[rows], keys[rows])  # the sample's
+    monkeypatch.setattr(ann, "AUTO_MIN_RECALL", 0.0)  # the sample passes: the whole graph
+    kept, whole = build_source_index(data, keys, tmp_path / "kept")
+    assert kept.name == "kept.usearch"
+    assert whole == self_recall(open_ann_index(kept), data, keys)
+
+
 def test_self_recall_measures_what_the_index_finds(tmp_path: Path, data: np.ndarray) -> None:
     keys = np.arange(N, dtype=np.int64)
     exact = tmp_path / "small.bitscan"  # 600 vectors, a pool of 1,000: exact

@@ -108,6 +108,7 @@ KINDS = {
     "ann": "ann/omop.usearch",
     "vectors": "ann/vectors.npy",
     "fts": "fts/weight.npy",
+    "doc_rows": "search/doc_rows.arrow",
     "manifest": "manifest.json",
     "sums": "SHA256SUMS",
     "readme": "README.md",

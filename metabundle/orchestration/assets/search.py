@@ -162,24 +162,19 @@ def ann_indexes(
 
 @asset(
     group_name=GROUP,
-    ins={
-        "search_docs": AssetIn("search_docs"),
-        "embeddings": AssetIn("embeddings"),
-        "ann_indexes": AssetIn("ann_indexes"),
-    },
+    ins={"search_docs": AssetIn("search_docs"), "embeddings": AssetIn("embeddings")},
     description="Links from every source's entities to standard OMOP concepts.",
 )
 def crosswalk(
     context: AssetExecutionContext,
     search_docs: SearchStage,
     embeddings: SearchStage,
-    ann_indexes: SearchStage,
     build_config: BuildConfig,
     progress: ResourceParam[Progress],
 ) -> SearchStage:
     def step(settings: BuildSettings, report: Reporter) -> SearchStage:
         sources = [load_staged(settings, name) for name in with_dependencies(settings.sources)]
-        return build_crosswalk(settings, sources, search_docs, embeddings, ann_indexes, report)
+        return build_crosswalk(settings, sources, search_docs, embeddings, report)
 
     return _run_step("crosswalk", context, build_config, progress, step)
 

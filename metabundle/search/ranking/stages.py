@@ -17,7 +17,7 @@ import numpy as np
 from metabundle.index.tokenizer import STOP_WORDS, tokenize
 from metabundle.search.ranking.policies import Fusion, Policy
 from metabundle.search.release import Release
-from metabundle.search.retrieval import DOC_COLUMNS, Hit, normalize_identifier
+from metabundle.search.retrieval import Hit, normalize_identifier
 
 Pairs = list[tuple[int, float]]
 Rows = dict[int, dict[str, Any]]
@@ -90,16 +90,13 @@ def doc_rows(
 ) -> Rows:
     """``search_doc`` rows of ``docnos``; a row of a kind that folds into a parent
     (``fold_kinds``: child kind → parent kind) carries its parent's ``parent_docno``
-    (None for every other row). Each read is a lookup of a few rows, so its cost does
-    not grow with the corpus (a join of the whole table did)."""
+    (None for every other row). Rows come from the release's memory-mapped rows file and
+    parents from a lookup of a few rows, so the cost does not grow with the corpus (a
+    join of the whole table did)."""
     if not docnos:
         return {}
     fold_kinds = fold_kinds or {}
-    rows = release.query_dicts(
-        f"SELECT {', '.join(DOC_COLUMNS)} FROM search_doc "
-        "WHERE docno IN (SELECT unnest(?::INTEGER[]))",
-        [sorted(docnos)],
-    )
+    rows = release.shown_rows(docnos)
     wanted: dict[tuple[str, str], set[str]] = {}
     for row in rows:
         parent_kind = fold_kinds.get(row["kind"])
