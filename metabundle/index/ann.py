@@ -20,8 +20,9 @@ for 100k vectors) and hands the nearest :data:`BITSCAN_POOL` to exact re-scoring
 finds what a graph misses in crowded neighbourhoods (the release's many near-identical
 titles), at a cost linear in the number of vectors. The build's default, ``auto``
 (:func:`build_source_index`), measures each source's usearch graph on its own vectors
-and keeps it where it finds 99 % of their neighbours, a scan elsewhere (never above
-:data:`BITSCAN_MAX_VECTORS`).
+and keeps it where it finds 99 % of their neighbours, a scan elsewhere, whatever the
+size: a graph of 1.8M crowded vectors found 0.85 of them, where a scan of its codes
+costs about 7 ms a query.
 
 Similarity: vectors are unit length, so cosine = inner product. usearch uses its ``cos``
 metric (exact for unit vectors and correct for its f16/i8 storage), hnswlib its ``ip``
@@ -72,6 +73,8 @@ __all__ = [
 ]
 
 BACKENDS = ("usearch", "hnswlib", "bitscan")
+Progress = Callable[[int, int], None]
+"""Called with (done, total) as an index is built."""
 SIDECAR_FORMAT = 1
 _USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
 _EXACT_CHUNK = 65536
@@ -92,9 +95,6 @@ AUTO_SAMPLE_VECTORS = 50_000
 """``auto`` measures a graph of this many of a larger source's vectors before building
 the whole graph (a single-threaded usearch graph inserts about 2,500 vectors a second
 here: 20 s for the sample, 5 min for 750k vectors)."""
-BITSCAN_MAX_VECTORS = 1_000_000
-"""Above this many vectors ``auto`` keeps usearch whatever its recall: a scan's cost
-grows with the corpus, a graph search's does not."""
 BITSCAN_POOL = 1000
 """A ``bitscan`` search re-scores at least this many candidates exactly: the nearest by
 Hamming distance of the sign codes. On the release's wordllama vectors (114k, 256
@@ -328,38 +328,40 @@ def _sign_codes(centred: np.ndarray) -> np.ndarray:
 
 
 def build_source_index(
-    vectors: np.ndarray, keys: np.ndarray, stem: Path, backend: str = "auto"
+    vectors: np.ndarray,
+    keys: np.ndarray,
+    stem: Path,
+    backend: str = "auto",
+    progress: Progress | None = None,
 ) -> tuple[Path, float | None]:
     """Build one source's index at ``stem`` plus the backend's suffix; return its path
     and, for ``auto``, the usearch graph's :func:`self_recall`.
 
     ``auto`` builds usearch and keeps it when that recall reaches
-    :data:`AUTO_MIN_RECALL` (or, unmeasured, when the source holds more than
-    :data:`BITSCAN_MAX_VECTORS` vectors); otherwise it replaces the graph with a
-    bitscan index. Crowded vectors (a static embedding model's, many near-identical
-    titles) get the scan, where a graph misses neighbours; well-spread ones keep the
-    faster graph. A source of more than :data:`AUTO_SAMPLE_VECTORS` vectors first
-    measures a graph of a seeded sample of them: a graph's recall falls as it grows, so
-    a sample graph that misses the bar rules the whole one out without building it (the
-    recall returned is then the sample's).
+    :data:`AUTO_MIN_RECALL`; otherwise it replaces the graph with a bitscan index.
+    Crowded vectors (a static embedding model's, many near-identical titles) get the
+    scan, where a graph misses neighbours; well-spread ones keep the faster graph. A
+    source of more than :data:`AUTO_SAMPLE_VECTORS` vectors first measures a graph of
+    a seeded sample of them: a graph's recall falls as it grows, so a sample graph that
+    misses the bar rules the whole one out without building it (the recall returned is
+    then the sample's). ``progress`` follows every usearch graph built (see
+    :func:`build_ann_index`).
     """
     if backend != "auto":
         path = stem.with_name(f"{stem.name}.{backend}")
-        build_ann_index(vectors, keys, path, backend)
+        build_ann_index(vectors, keys, path, backend, progress=progress)
         return path, None
-    if AUTO_SAMPLE_VECTORS < len(keys) <= BITSCAN_MAX_VECTORS:
+    if len(keys) > AUTO_SAMPLE_VECTORS:
         rows = np.sort(
             np.random.default_rng(SELF_RECALL_SEED).choice(
                 len(keys), AUTO_SAMPLE_VECTORS, replace=False
             )
         )
-        recall = _graph_recall(vectors[rows], np.asarray(keys)[rows], stem)
+        recall = _graph_recall(vectors[rows], np.asarray(keys)[rows], stem, progress)
         if recall < AUTO_MIN_RECALL:
             return _build_scan(vectors, keys, stem), recall
     graph = stem.with_name(f"{stem.name}.usearch")
-    build_ann_index(vectors, keys, graph, "usearch")
-    if len(keys) > BITSCAN_MAX_VECTORS:  # a graph whatever its recall: nothing measured
-        return graph, None
+    build_ann_index(vectors, keys, graph, "usearch", progress=progress)
     recall = self_recall(open_ann_index(graph), vectors, keys)
     if recall >= AUTO_MIN_RECALL:
         return graph, recall
@@ -367,11 +369,13 @@ def build_source_index(
     return _build_scan(vectors, keys, stem), recall
 
 
-def _graph_recall(vectors: np.ndarray, keys: np.ndarray, stem: Path) -> float:
+def _graph_recall(
+    vectors: np.ndarray, keys: np.ndarray, stem: Path, progress: Progress | None
+) -> float:
     """:func:`self_recall` of a usearch graph of ``vectors``, built beside ``stem`` and
     removed again."""
     graph = stem.with_name(f"{stem.name}.sample.usearch")
-    build_ann_index(vectors, keys, graph, "usearch")
+    build_ann_index(vectors, keys, graph, "usearch", progress=progress)
     try:
         return self_recall(open_ann_index(graph), vectors, keys)
     finally:
@@ -428,6 +432,7 @@ def build_ann_index(
     expansion_search: int = 128,
     seed: int = 100,
     threads: int = 1,
+    progress: Progress | None = None,
 ) -> None:
     """Build an HNSW index over unit ``vectors`` (n, d) with int64 ``keys`` at ``path``.
 
@@ -436,7 +441,9 @@ def build_ann_index(
     ``bf16``, ``i8``); hnswlib always stores f32 and records that. ``connectivity`` is
     HNSW ``M``; ``expansion_add``/``expansion_search`` are ``ef_construction``/``ef``.
     ``threads=1`` keeps the file reproducible (see the module docstring). ``bitscan``
-    takes none of these: it stores sign codes and the corpus mean.
+    takes none of these: it stores sign codes and the corpus mean. ``progress`` is
+    called with (vectors inserted, vectors to insert) as a usearch graph grows (an hour
+    for millions of vectors); the other backends take seconds and do not call it.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown ANN backend {backend!r} (known: {', '.join(BACKENDS)})")
@@ -461,7 +468,10 @@ def build_ann_index(
         if dtype not in _USEARCH_DTYPES:
             raise ValueError(f"usearch dtype must be one of {_USEARCH_DTYPES}, got {dtype!r}")
         _atomic_write(
-            path, lambda tmp: _build_usearch(matrix[first], key_array[first], tmp, dtype, params)
+            path,
+            lambda tmp: _build_usearch(
+                matrix[first], key_array[first], tmp, dtype, params, progress
+            ),
         )
         extra = {"dtype": dtype, "metric": "cos"}
     elif backend == "hnswlib":
@@ -508,9 +518,22 @@ def _identical_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _build_usearch(
-    matrix: np.ndarray, keys: np.ndarray, tmp: Path, dtype: str, params: dict[str, int]
+    matrix: np.ndarray,
+    keys: np.ndarray,
+    tmp: Path,
+    dtype: str,
+    params: dict[str, int],
+    progress: Progress | None,
 ) -> None:
     from usearch.index import Index
+
+    def tick(done: int, total: int) -> bool:
+        assert progress is not None
+        progress(done, total)
+        return True
+
+    # usearch compares the annotations with the types themselves, not their names
+    tick.__annotations__ = {"done": int, "total": int, "return": bool}
 
     index = Index(
         ndim=matrix.shape[1],
@@ -521,7 +544,12 @@ def _build_usearch(
         expansion_search=params["expansion_search"],
     )
     if len(keys):
-        index.add(keys.astype(np.uint64), matrix, threads=params["threads"])
+        index.add(
+            keys.astype(np.uint64),
+            matrix,
+            threads=params["threads"],
+            progress=tick if progress is not None else None,
+        )
     index.save(os.fspath(tmp))
 
 

@@ -68,7 +68,7 @@ STEP_VERSION = {
     "keyword": "2",
     "embed_plan": "1",
     "embeddings": "1",
-    "ann": "4",
+    "ann": "5",
     "crosswalk": "1",
 }
 DONE = "_stage.json"
@@ -532,7 +532,8 @@ def build_ann_indexes(
         for source in sorted(set(rows["source"].tolist())):
             keys = rows["docno"][rows["source"] == source].astype(np.int64)
             matrix = np.asarray(vectors[keys], dtype=np.float32)
-            path, recall = build_source_index(matrix, keys, folder / source, backend)
+            progress = _graph_progress(report, source)
+            path, recall = build_source_index(matrix, keys, folder / source, backend, progress)
             chosen[source] = path.suffix.lstrip(".")
             files[f"ann/{path.name}"] = str(path)
             files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
@@ -549,6 +550,26 @@ def build_ann_indexes(
         return SearchStage("ann", key, False, {}, files, info)
 
     return _cached_step(settings, "ann", key, make)
+
+
+def _graph_progress(report: Reporter, source: str) -> Callable[[int, int], None]:
+    """A meter per usearch graph built for ``source`` (a sample's, then maybe the whole
+    one's), closed when the graph is complete."""
+    meters: dict[int, Meter] = {}
+    finished: set[int] = set()
+
+    def progress(done: int, total: int) -> None:
+        if total in finished:
+            return
+        meter = meters.get(total)
+        if meter is None:
+            meter = meters[total] = Meter(report, f"ann graph {source}", total, "vectors")
+        meter.advance(done - meter.done)
+        if done >= total:
+            finished.add(total)
+            meter.close()
+
+    return progress
 
 
 # -- 5. crosswalk -----------------------------------------------------------------------

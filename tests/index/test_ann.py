@@ -22,6 +22,7 @@ from metabundle.index.ann import (
     save_vectors,
     self_recall,
 )
+from metabundle.index.steps import _graph_progress
 
 N, DIM, K = 5000, 64, 10
 
@@ -310,9 +311,6 @@ def test_auto_keeps_a_graph_that_finds_its_neighbours_and_scans_otherwise(
     assert open_ann_index(scanned).backend == "bitscan"
     chosen, none = build_source_index(data, keys, tmp_path / "chosen", "hnswlib")
     assert chosen.name == "chosen.hnswlib" and none is None
-    monkeypatch.setattr(ann, "BITSCAN_MAX_VECTORS", N - 1)  # too many to scan: a graph
-    large, unmeasured = build_source_index(data, keys, tmp_path / "large")
-    assert large.name == "large.usearch" and unmeasured is None
 
 
 def test_auto_rules_out_a_graph_by_a_sample_before_building_the_whole(
@@ -332,6 +330,21 @@ def test_auto_rules_out_a_graph_by_a_sample_before_building_the_whole(
     kept, whole = build_source_index(data, keys, tmp_path / "kept")
     assert kept.name == "kept.usearch"
     assert whole == self_recall(open_ann_index(kept), data, keys)
+
+
+def test_a_growing_graph_reports_its_progress(tmp_path: Path, data: np.ndarray) -> None:
+    seen: list[tuple[int, int]] = []
+    keys = np.arange(N, dtype=np.int64)
+    build_ann_index(
+        data, keys, tmp_path / "g.usearch", "usearch", progress=lambda *p: seen.append(p)
+    )
+    assert seen[-1] == (N, N) and {total for _, total in seen} == {N}
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
+    lines: list[str] = []
+    build_source_index(
+        data[:300], keys[:300], tmp_path / "s", "usearch", _graph_progress(lines.append, "s")
+    )
+    assert lines == [lines[0]] and lines[0].startswith("ann graph s: 300 of 300 vectors (100.0 %)")
 
 
 def test_self_recall_measures_what_the_index_finds(tmp_path: Path, data: np.ndarray) -> None:
