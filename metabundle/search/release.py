@@ -71,7 +71,7 @@ class Release:
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
         self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
-        self._identified: dict[str, list[int]] = {}  # the latest identifier lookups
+        self._identified: dict[str, tuple[int, ...]] = {}  # the latest identifier lookups
 
     @classmethod
     def open(
@@ -127,7 +127,7 @@ class Release:
         folder = self.path / "fts"
         return KeywordIndex.open(folder) if (folder / "meta.json").exists() else None
 
-    def identified(self, identifier: str) -> list[int]:
+    def identified(self, identifier: str) -> tuple[int, ...]:
         """Docnos of the documents with this (normalized) identifier or alias, ascending;
         the latest :data:`QUERIES_KEPT` lookups are kept (a request that ranks several
         sources looks its query up once)."""
@@ -138,7 +138,7 @@ class Release:
                 "SELECT docno FROM search_identifier WHERE identifier = ? ORDER BY docno",
                 [identifier],
             )
-            kept = [int(row[0]) for row in rows]
+            kept = tuple(int(row[0]) for row in rows)
             with self._lock:
                 _keep(self._identified, identifier, kept)
         return kept
