@@ -546,7 +546,8 @@ def evaluate(
     """Methods, their comparison and the fusion grid on every evaluation set whose
     source the release has. Queries marked ``"corpus": "complete"`` run only against
     ``complete_release`` (a build of the complete mirror), as the set
-    ``<source>@complete``; without it they are counted and left out."""
+    ``<source>@complete``, and the comparison of every line of the source's set as
+    ``<source>@all``; without it they are counted and left out."""
     specs = source_specs()
     in_release = set(release.manifest["sources"])
     wanted = set(sources) if sources is not None else None
@@ -576,7 +577,34 @@ def evaluate(
         if complete and complete_release is not None:
             name = f"{source}@complete"
             _evaluate_set(out, complete_release, spec, name, complete, max_queries, folder, False)
+            _compare_whole_set(out, source, name, session, complete, max_queries)
     return out
+
+
+def _compare_whole_set(
+    out: dict[str, Any],
+    source: str,
+    complete_name: str,
+    session: list[Case],
+    complete: list[Case],
+    max_queries: int | None,
+) -> None:
+    """The comparison over every line of a source's set (``<source>@all``): the session
+    lines and the complete-corpus lines together, each scored on its own release."""
+    cases = [*session[:max_queries], *complete[:max_queries]] if max_queries else session + complete
+    parts = (out["methods"][source], out["methods"][complete_name])
+    pooled = {
+        method: {
+            f"per_query_{metric}": [
+                *parts[0][method][f"per_query_{metric}"],
+                *parts[1][method][f"per_query_{metric}"],
+            ]
+            for metric in COMPARED
+        }
+        for method in ("hybrid", *BASELINES)
+    }
+    if cases:
+        out["comparison"][f"{source}@all"] = compare_methods(cases, pooled)
 
 
 def _evaluate_set(

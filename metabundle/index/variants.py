@@ -212,17 +212,29 @@ class _Rewrite:
     replacement: tuple[str, ...]  # the terms that take its place
 
 
+@dataclass(frozen=True)
+class _Abbreviation:
+    core: frozenset[str]  # the long form's plain terms
+    short: str  # the short form as the documents write it
+
+
 class TermVariants:
     """The variants of one release, ready to expand queries."""
 
     def __init__(self, rows: Iterable[tuple[str, str, str, Any]]) -> None:
         self._by_smallest_term: dict[str, list[_Rewrite]] = defaultdict(list)
         self._by_short: dict[str, list[tuple[str, ...]]] = defaultdict(list)
+        self._abbreviations: dict[str, list[_Abbreviation]] = defaultdict(list)  # by a term
+        self._long_forms: dict[str, list[str]] = defaultdict(list)  # short term → as written
         for kind, form, variant, _documents in rows:
             if kind == "abbreviation":
                 short = tokenize(form)[0]
-                self._add(core_terms(variant), (short,))
+                core = core_terms(variant)
+                self._add(core, (short,))
                 self._by_short[short].append(tuple(tokenize(variant)))
+                if core:
+                    self._abbreviations[min(core)].append(_Abbreviation(core, form))
+                self._long_forms[short].append(variant)
             else:  # spelling: either stands for the other
                 self._add(frozenset((form,)), (variant,))
                 self._add(frozenset((variant,)), (form,))
@@ -260,3 +272,56 @@ class TermVariants:
                 found.append([t for t in terms if t != short[0]] + list(long))
         unique = {tuple(f): f for f in found if f}
         return list(unique.values())[:MAX_ALTERNATIVES]
+
+    def alternative_texts(self, query: str) -> list[str]:
+        """At most :data:`MAX_ALTERNATIVES` rewrites of the query's text by the
+        abbreviations, for a model that reads text rather than terms: the words of a
+        long form the query holds give way to its short form ("history of coronary
+        artery bypass graft" → "history of CABG"), and a short form written with its
+        capitals to its long form ("FEV1 at baseline" → "Forced expiratory volume in
+        1-second at baseline")."""
+        terms = {NUMBER_WORDS.get(t, t) for t in tokenize(query)}
+        words = WORD_RE.findall(query)
+        found: list[str] = []
+        for term in sorted(terms):
+            for abbreviation in self._abbreviations.get(term, ()):
+                short = tokenize(abbreviation.short)[0]
+                if abbreviation.core <= terms and short not in terms:
+                    found.append(_replace_long_form(words, abbreviation))
+        for word in QUERY_WORD_RE.findall(query):
+            short = tokenize(word)
+            if sum(c.isupper() for c in word) < MIN_CAPITALS or len(short) != 1:
+                continue
+            found += [
+                _replace_short_form(words, word, long)
+                for long in self._long_forms.get(short[0], ())
+                if not core_terms(long) <= terms
+            ]
+        return [text for text in dict.fromkeys(found) if text][:MAX_ALTERNATIVES]
+
+
+def _replace_short_form(words: list[str], short: str, long: str) -> str:
+    """``words`` with ``short`` replaced by ``long`` and the other words that ``long``
+    already says left out ("HDL cholesterol" → "high density lipoprotein cholesterol")."""
+    said = core_terms(long)
+    return " ".join(
+        long if word == short else word
+        for word in words
+        if word == short or not (core := core_terms(word)) or not core <= said
+    )
+
+
+def _replace_long_form(words: list[str], abbreviation: _Abbreviation) -> str:
+    """``words`` with the run from the first to the last word of the long form (stop
+    words between them included) replaced by the short form."""
+    inside = [
+        i
+        for i, word in enumerate(words)
+        if (core := core_terms(word)) and core <= abbreviation.core
+    ]
+    first, last = inside[0], inside[-1]
+    between = words[first : last + 1]
+    if any(core_terms(w) and not core_terms(w) <= abbreviation.core for w in between):
+        kept = [w for i, w in enumerate(words) if i not in set(inside)]
+        return " ".join([*kept, abbreviation.short])
+    return " ".join([*words[:first], abbreviation.short, *words[last + 1 :]])

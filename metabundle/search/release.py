@@ -9,7 +9,7 @@ takes its own DuckDB cursor.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -291,18 +291,25 @@ class Release:
         """The unit vector of ``text`` under the release's model; the latest
         :data:`QUERIES_KEPT` queries' vectors are kept, so that one request that
         ranks several sources embeds its query once."""
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The unit vectors of ``texts`` (one row each), those not kept embedded in one
+        call of the model (see :meth:`embed_query`)."""
         embedder = self.embedder()  # refuses first when embeddings are off
         with self._lock:
-            kept = self._query_vectors.get(text)
-        if kept is not None:
-            return kept
-        try:
-            vector = embedder.embed([text])[0]
-        except EmbeddingsUnavailable as error:
-            raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None
-        with self._lock:
-            _keep(self._query_vectors, text, vector)
-        return vector
+            kept = {text: self._query_vectors.get(text) for text in texts}
+        missing = list(dict.fromkeys(text for text, vector in kept.items() if vector is None))
+        if missing:
+            try:
+                vectors = embedder.embed(missing)
+            except EmbeddingsUnavailable as error:
+                raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None
+            with self._lock:
+                for text, vector in zip(missing, vectors, strict=True):
+                    _keep(self._query_vectors, text, vector)
+                    kept[text] = vector
+        return np.vstack([kept[text] for text in texts])
 
 
 def _keep(kept: dict[str, Any], key: str, value: Any) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from metabundle.index.ann import filtered_search
+from metabundle.index.variants import ALTERNATIVE_WEIGHT
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, ToolError
 from metabundle.search.release import Release
 
@@ -181,13 +182,22 @@ def keyword_candidates(
 
 
 def semantic_candidates(
-    release: Release, query: str, mask: np.ndarray | None, k: int
+    release: Release, query: str, mask: np.ndarray | None, k: int, *, variants: bool = False
 ) -> list[tuple[int, float]]:
-    """Top ``k`` documents by cosine similarity among ``mask``, across source indexes."""
-    vector = release.embed_query(query)
+    """Top ``k`` documents by cosine similarity among ``mask``, across source indexes.
+    With ``variants``, the query's text rewritten by the abbreviations its release's
+    documents define (:meth:`~metabundle.index.variants.TermVariants.alternative_texts`)
+    is searched too, and a document keeps its best cosine, an alternative's times
+    :data:`~metabundle.index.variants.ALTERNATIVE_WEIGHT`."""
+    texts = [query]
+    keywords = release.keywords
+    if variants and keywords is not None and keywords.variants is not None:
+        texts += keywords.variants.alternative_texts(query)
+    queries = release.embed_queries(texts)
+    weights = [1.0] + [ALTERNATIVE_WEIGHT] * (len(texts) - 1)
     vectors = release.vectors
-    assert vectors is not None  # embed_query checked it
-    hits: list[tuple[int, float]] = []
+    assert vectors is not None  # embed_queries checked it
+    best: dict[int, float] = {}
     for source, docnos in release.source_ranges.items():
         keys_allowed = None
         if mask is not None:  # the source's slice of the mask, never the whole mask
@@ -197,19 +207,29 @@ def semantic_candidates(
         index = release.ann_index(source)
         if index is None:
             continue
-        keys, scores = filtered_search(index, vectors, vector, k, keys_allowed)
-        hits += [(int(d), float(s)) for d, s in zip(keys, scores, strict=True)]
-    hits.sort(key=lambda pair: (-pair[1], pair[0]))
-    return hits[:k]
+        for vector, weight in zip(queries, weights, strict=True):
+            keys, scores = filtered_search(index, vectors, vector, k, keys_allowed)
+            for docno, score in zip(keys.tolist(), scores.tolist(), strict=True):
+                if weight * score > best.get(docno, -np.inf):
+                    best[docno] = weight * score
+    hits = sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+    return [(int(d), float(s)) for d, s in hits[:k]]
 
 
 def semantic_or_degrade(
-    release: Release, query: str, mask: np.ndarray | None, k: int, retrieval: Retrieval
+    release: Release,
+    query: str,
+    mask: np.ndarray | None,
+    k: int,
+    retrieval: Retrieval,
+    *,
+    variants: bool = False,
 ) -> list[tuple[int, float]]:
-    """Semantic candidates; a hybrid search without query embeddings degrades to
-    keyword (noted in ``retrieval``) rather than failing."""
+    """Semantic candidates (``variants``: see :func:`semantic_candidates`); a hybrid
+    search without query embeddings degrades to keyword (noted in ``retrieval``)
+    rather than failing."""
     try:
-        return semantic_candidates(release, query, mask, k)
+        return semantic_candidates(release, query, mask, k, variants=variants)
     except ToolError as error:
         if retrieval.method == "semantic" or error.code != EMBEDDINGS_UNAVAILABLE:
             raise

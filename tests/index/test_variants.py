@@ -109,6 +109,30 @@ def test_a_short_form_expands_only_when_written_with_its_capitals(built) -> None
     assert variants.alternatives("bmi at baseline") == []
 
 
+def test_text_alternatives_write_the_other_form_where_the_query_wrote_one(built) -> None:
+    variants = TermVariants(tuple(r.values()) for r in built[0].to_pylist())
+    # the long form's words (and the stop words between them) give way to the short form
+    assert variants.alternative_texts("forced expiratory volume in one second") == ["FEV1"]
+    assert variants.alternative_texts("body mass index and waist") == ["BMI and waist"]
+    assert variants.alternative_texts("waist, body mass index") == ["waist BMI"]
+    # a short form written with its capitals gives way to its long form, as documents write it
+    assert variants.alternative_texts("BMI at baseline") == ["Body mass index at baseline"]
+    assert variants.alternative_texts("bmi at baseline") == []
+    assert variants.alternative_texts("FEV1 second") == ["Forced expiratory volume in 1-second"]
+    # a query holding both forms, or neither, has nothing to rewrite; spellings are
+    # left to the keyword index
+    assert variants.alternative_texts("body mass index (BMI)") == []
+    assert variants.alternative_texts("body and waist") == []
+    assert variants.alternative_texts("anaemia") == []
+
+
+def test_text_alternatives_are_bounded_and_distinct(built) -> None:
+    variants = TermVariants(tuple(r.values()) for r in built[0].to_pylist())
+    texts = variants.alternative_texts("BMI FEV1 SCD body mass index forced expiratory volume 1")
+    assert 0 < len(texts) <= MAX_ALTERNATIVES
+    assert len(set(texts)) == len(texts)
+
+
 def test_alternatives_are_bounded_and_distinct(built) -> None:
     variants = TermVariants(tuple(r.values()) for r in built[0].to_pylist())
     alternatives = variants.alternatives("BMI FEV1 anaemia haemoglobin SCD body mass index")

@@ -14,11 +14,12 @@ import pytest
 
 import metabundle.search.services as services
 from metabundle.index.tokenizer import tokenize
-from metabundle.search.ranking.pipeline import rank
+from metabundle.index.variants import ALTERNATIVE_WEIGHT
+from metabundle.search.ranking.pipeline import candidates, new_retrieval, rank
 from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
 from metabundle.search.ranking.stages import title_match
 from metabundle.search.release import Release
-from metabundle.search.retrieval import documents, mask_from_sql
+from metabundle.search.retrieval import documents, mask_from_sql, semantic_candidates
 from metabundle.search.tools import call_tool
 
 SEARCHES: list[tuple[str, dict[str, Any], str]] = [
@@ -172,3 +173,48 @@ def test_the_title_match_puts_a_title_equal_to_the_query_first(release: Release)
         assert item["scores"]["title_match"] == pytest.approx(expected, abs=1e-6)
     assert title_match({"a", "b"}, {"a", "c", "d"}) == pytest.approx(1 / 6)
     assert title_match(set(), {"a"}) == 0.0
+
+
+def test_hybrid_embeds_the_abbreviation_rewrites_of_the_query_too(release: Release) -> None:
+    """The query's text rewritten by an abbreviation the documents spell out is searched
+    beside it; each document keeps its best cosine, a rewrite's weighted."""
+    query = "forced vital capacity"
+    texts = release.keywords.variants.alternative_texts(query)
+    assert texts == ["FVC"]
+    fields = mask_from_sql(release, "source = 'ukb' AND kind = 'field'", [])
+    asked = release.embed_queries([query, *texts]).astype("float32")
+
+    def cosines(docno: int) -> Any:
+        return asked @ release.vectors[docno].astype("float32")
+
+    plain = dict(semantic_candidates(release, query, fields, 50))
+    assert dict(semantic_candidates(release, query, fields, 50, variants=False)) == plain
+    both = dict(semantic_candidates(release, query, fields, 50, variants=True))
+    raised = set()
+    for docno, score in both.items():
+        own, *rewrites = cosines(docno)
+        assert score == pytest.approx(
+            max(own, *(ALTERNATIVE_WEIGHT * c for c in rewrites)), abs=1e-3
+        )
+        if score > own + 1e-3:
+            raised.add(docno)
+    assert raised  # documents the rewrite brings closer
+    # hybrid asks for the rewrites when its policy says so; semantic never does
+    hybrid = pipeline_semantic(release, query, UKB_FIELDS, fields, "hybrid")
+    assert all(hybrid[d] == pytest.approx(both[d], abs=1e-6) for d in raised if d in hybrid)
+    assert raised & set(hybrid)
+    for policy, method in (
+        (replace(UKB_FIELDS, semantic_variants=False), "hybrid"),
+        (UKB_FIELDS, "semantic"),
+    ):
+        found = pipeline_semantic(release, query, policy, fields, method)
+        assert all(found[d] == pytest.approx(cosines(d)[0], abs=1e-3) for d in found)
+
+
+def pipeline_semantic(
+    release: Release, query: str, policy: Any, mask: Any, method: str
+) -> dict[int, float]:
+    """The semantic candidates ``rank`` gathers for ``query`` under ``policy``."""
+    retrieval = new_retrieval(release, policy, method)
+    _exact, lists = candidates(release, query, policy, mask, 10, retrieval)
+    return dict(lists["semantic"])

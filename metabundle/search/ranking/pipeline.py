@@ -81,7 +81,8 @@ def candidates(
         ):
             lists["title"] = title_candidates(release, query, mask, policy)
     if method != "keyword":
-        semantic = semantic_or_degrade(release, query, mask, pool, retrieval)
+        variants = policy.semantic_variants and method == "hybrid"
+        semantic = semantic_or_degrade(release, query, mask, pool, retrieval, variants=variants)
         if not retrieval.degraded:
             lists["semantic"] = semantic
     retrieval.candidates = {name: len(pairs) for name, pairs in lists.items()}

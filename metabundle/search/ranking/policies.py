@@ -7,8 +7,10 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
    :data:`~metabundle.index.fts.TITLE_WEIGHT` times a body term, or a title
    substring; BM25 also scores the query's term variants, abbreviations and spellings
    the corpus defines, :mod:`metabundle.index.variants`), a Jaro-Winkler title
-   fallback (``title_fallback``) and cosine similarity through the ANN index; all
-   inside the tool's filter mask, before any candidate limit;
+   fallback (``title_fallback``) and cosine similarity through the ANN index (in
+   hybrid with ``semantic_variants``, also of the query's text rewritten by the
+   abbreviations the corpus defines, a document keeping its best cosine); all inside
+   the tool's filter mask, before any candidate limit;
 2. **folding** (``fold_kinds``): a child document that matches only through its
    parent's text (an All of Us answer repeating its question) stands for the parent;
 3. **fusion** (``fusion``; ``keyword_fusion`` for several keyword lists): weighted
@@ -107,6 +109,7 @@ class Policy:
     keyword: Literal["bm25", "title_substring"] = "bm25"
     keyword_score: Literal["bm25", "bm25_over_best"] = "bm25"  # keyword-only score
     keyword_fusion: Fusion | None = None  # several keyword lists fused by this
+    semantic_variants: bool = False  # hybrid: cosine of the query's abbreviation rewrites too
     exact_first: bool = True
     exact_kind_order: Mapping[str, int] = field(default_factory=dict)  # kind → tier
     exact_by_score: bool = False  # within a tier: by score, else by docno
@@ -153,6 +156,11 @@ class Policy:
                 if self.keyword == "bm25" and method != "semantic"
                 else None
             ),
+            "semantic_variants": (
+                {"max_alternatives": MAX_ALTERNATIVES, "weight": ALTERNATIVE_WEIGHT}
+                if self.semantic_variants and method == "hybrid"
+                else None
+            ),
             "title_fallback": (
                 {"similarity_min": self.title_similarity_min, "pool": self.title_pool}
                 if self.title_fallback and method != "semantic"
@@ -193,12 +201,17 @@ _AOU_EHR = Intent(
 # on every source; IDC keeps raw cosine and BM25 over the best match, which its set
 # preferred.
 _SEMANTIC_LED = Fusion("weighted", 0.3, 0.7, keyword_scale="ideal", title_match=0.2)
+_VARIANT_COSINE = (
+    "the cosine is the query's or, times "
+    f"{ALTERNATIVE_WEIGHT}, that of the query rewritten by an abbreviation the documents "
+    "define, whichever is higher"
+)
 _SEMANTIC_LED_FORMULA = (
     f"{_SEMANTIC_LED.keyword_weight} * keyword + {_SEMANTIC_LED.semantic_weight} * "
     f"semantic + {_SEMANTIC_LED.title_match} * title_match, keyword = BM25 / the BM25 of "
     "a document holding every query term at its best weight, semantic = cosine min-max "
     "scaled per query, title_match = (shared terms / query terms) * (shared terms / "
-    "title terms)"
+    f"title terms); {_VARIANT_COSINE}"
 )
 _UKB_BOOSTS = MappingProxyType({"id": 2.0, "alias": 1.75})
 UKB_FIELDS = Policy(
@@ -213,11 +226,13 @@ UKB_FIELDS = Policy(
     exact_by_score=True,
     boosts=_UKB_BOOSTS,
     priors=("main_field_before_companion", "equal_titles_by_participants"),
+    semantic_variants=True,
 )
 DBGAP_VARIABLES = Policy(
     "dbgap_catalog",
     _SEMANTIC_LED,
     f"hybrid: {_SEMANTIC_LED_FORMULA}; keyword: BM25; semantic: cosine. Exact accessions first.",
+    semantic_variants=True,
 )
 _DBGAP_DOCUMENTS_FUSION = Fusion("weighted", 0.3, 0.7)
 DBGAP_DOCUMENTS = Policy(
@@ -248,6 +263,7 @@ AOU_CATALOG = Policy(
     intents=(_AOU_SURVEY, _AOU_PM, _AOU_EHR),
     intent_bonus=_AOU_BONUS,
     max_per_title=_AOU_MAX_PER_TITLE,
+    semantic_variants=True,
 )
 # raw cosine and BM25 over the best match: the IDC set measured both better than
 # min-max scaling, the ideal BM25 and the title match (benchmarks/README.md)
@@ -256,8 +272,9 @@ IDC_SEARCH = Policy(
     "idc_search",
     _IDC_FUSION,
     f"hybrid: {_IDC_FUSION.keyword_weight} * BM25 / best BM25 + "
-    f"{_IDC_FUSION.semantic_weight} * cosine (raw, clipped at 0); keyword: BM25; "
-    "semantic: cosine. Exact ids and DOIs first.",
+    f"{_IDC_FUSION.semantic_weight} * cosine (raw, clipped at 0), {_VARIANT_COSINE}; "
+    "keyword: BM25; semantic: cosine. Exact ids and DOIs first.",
+    semantic_variants=True,
 )
 OMOP_EMBEDDING = Policy(
     "omop_embedding",
@@ -272,6 +289,7 @@ SEARCH_ALL = Policy(
     "identifiers first; then children folded into their parents, versions "
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
     f"hit scoring 1 / ({RRF_K} + its round).",
+    semantic_variants=True,
 )
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(
