@@ -29,7 +29,7 @@ COHORTS = {
 }
 """The cohorts whose data dictionaries the mirror holds (ARIC's it does not)."""
 CONCEPTS = {
-    "systolic blood pressure": re.compile(r"systolic", re.I),
+    "systolic blood pressure": re.compile(r"systolic|\bsbp\b", re.I),
     "body mass index": re.compile(r"body[ -]mass index|\bbmi\b", re.I),
     "current cigarette smoking": re.compile(r"smok|cigarette", re.I),
 }
