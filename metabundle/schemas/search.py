@@ -13,6 +13,11 @@ B, SL, V = ColumnType.BOOL, ColumnType.STRING_LIST, ColumnType.VECTOR
 COLUMNAR = frozenset({Target.DUCKDB, Target.PARQUET})
 
 
+def doc_id(source: str, kind: str, entity_id: str) -> str:
+    """A search document's id (``search_doc.doc_id``): ``<source>:<kind>:<entity_id>``."""
+    return f"{source}:{kind}:{entity_id}"
+
+
 def source_search_columns() -> tuple[Column, ...]:
     """The filter columns the sources' search documents add (each source's
     ``search_columns``, in source order, a shared column once)."""

@@ -172,14 +172,21 @@ class Release:
             )
         return table
 
-    def shown_rows(self, docnos: Iterable[int]) -> list[dict[str, Any]]:
-        """The shown ``search_doc`` columns of ``docnos`` (once each, by docno)."""
+    def shown_rows(
+        self, docnos: Iterable[int], columns: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The shown ``search_doc`` columns of ``docnos`` (once each, by docno), or only
+        ``columns`` of them."""
         wanted = np.unique(np.fromiter(docnos, dtype=np.int64))
         if not wanted.size:
             return []
         if wanted[0] < 0 or wanted[-1] >= self.n_docs:
             raise ValueError(f"docnos must lie in 0..{self.n_docs - 1}")
-        return self.doc_rows.take(wanted)
+        return self.doc_rows.take(wanted, columns)
+
+    def docnos_of(self, doc_ids: Iterable[str]) -> dict[str, int]:
+        """The docno of each of ``doc_ids`` the release holds."""
+        return self.doc_rows.docnos_of(doc_ids)
 
     @cached_property
     def n_docs(self) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -37,3 +38,46 @@ def test_a_gap_in_the_docnos_is_refused(release: Release, tmp_path: Path) -> Non
     pq.write_table(release.doc_rows.table().take([0, 1, 3]), gapped)
     with pytest.raises(ReleaseError, match=r"do not run 0\.\.n-1 \(docno 2 is missing\)"):
         write_doc_rows(gapped, tmp_path / "doc_rows.arrow")
+
+
+def test_rows_are_taken_with_the_columns_asked_for(release: Release) -> None:
+    wanted = [0, 5, release.n_docs // 2, release.n_docs - 1]
+    full = release.shown_rows(wanted)
+    some = release.shown_rows(wanted, ("docno", "title", "kind"))
+    assert [list(row) for row in some] == [["docno", "title", "kind"]] * len(wanted)
+    assert some == [{k: row[k] for k in ("docno", "title", "kind")} for row in full]
+
+
+def test_a_document_is_found_by_its_id_at_its_place(release: Release) -> None:
+    """Docnos follow doc_id order, so an id's docno is found by binary search: every
+    batch's first and last rows and rows between them, each source's first and last,
+    and ids that are not there (before the first, after the last, between two)."""
+    rows = release.doc_rows
+    samples = sorted(
+        {
+            0,
+            rows.num_rows - 1,
+            *(int(s) for s in rows.starts[:-1]),
+            *(int(s) - 1 for s in rows.starts[1:]),
+        }
+        | {r.start for r in release.source_ranges.values()}
+        | {r.stop - 1 for r in release.source_ranges.values()}
+        | set(range(0, rows.num_rows, 997))
+    )
+    ids = {row["doc_id"]: row["docno"] for row in release.shown_rows(samples, ("docno", "doc_id"))}
+    assert release.docnos_of(ids) == ids
+    first, last = min(ids), max(ids)
+    absent = ["", first[:-1], last + "~", first + "\x00"]
+    assert release.docnos_of(absent) == {}
+    assert release.docnos_of([*absent, first]) == {first: ids[first]}
+
+
+def test_docnos_out_of_doc_id_order_are_refused(release: Release, tmp_path: Path) -> None:
+    swapped = release.doc_rows.table().slice(0, 4).to_pylist()
+    swapped[1]["doc_id"], swapped[2]["doc_id"] = swapped[2]["doc_id"], swapped[1]["doc_id"]
+    path = tmp_path / "search_doc.parquet"
+    pq.write_table(pa.Table.from_pylist(swapped, schema=release.doc_rows.schema), path)
+    with pytest.raises(
+        ReleaseError, match=r"do not follow doc_id order \(docno 2 is out of order\)"
+    ):
+        write_doc_rows(path, tmp_path / "doc_rows.arrow")

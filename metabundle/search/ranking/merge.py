@@ -10,9 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from metabundle.schemas.search import doc_id
 from metabundle.schemas.sources import describe
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import RRF_K, SEARCH_ALL
+from metabundle.search.ranking.stages import RANKING_COLUMNS
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, Retrieval, combine, documents, source_mask
 
@@ -27,8 +29,8 @@ Rows = dict[int, dict[str, Any]]
 
 @dataclass
 class Merged:
-    """The merged ranking: hits, their ``search_doc`` rows, versions collapsed into
-    each kept hit (by docno) and the retrieval block."""
+    """The merged ranking: hits, their shown ``search_doc`` rows, versions collapsed
+    into each kept hit (by docno) and the retrieval block."""
 
     hits: list[Hit]
     rows: Rows
@@ -67,32 +69,29 @@ def rank_all(
         confident = confident or not retrieval.low_confidence
         for signal, count in retrieval.candidates.items():
             candidates[signal] = candidates.get(signal, 0) + count
-        rows.update(documents(release, [h.docno for h in hits]))
+        rows.update(ranking_rows(release, [h.docno for h in hits]))
         ranked[source], versions = distinct_entities(fold_into_parents(release, hits, rows), rows)
         collapsed.update(versions)
     assert retrieval is not None  # a release has at least one source
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
-    return Merged(interleave_sources(ranked)[:limit], rows, retrieval, collapsed)
+    merged = interleave_sources(ranked)[:limit]
+    shown = documents(release, [h.docno for h in merged])
+    return Merged(merged, shown, retrieval, collapsed)
 
 
 def fold_into_parents(release: Release, hits: list[Hit], rows: Rows) -> list[Hit]:
     """Replace hits of a source's folded kinds by their parent documents, once each;
-    the parents' rows are added to ``rows``."""
+    the parents' rows (:func:`ranking_rows`) are added to ``rows``."""
     parent_ids = {
-        h.docno: f"{row['source']}:{folded}:{row['parent_id']}"
+        h.docno: doc_id(row["source"], folded, row["parent_id"])
         for h in hits
         if (row := rows[h.docno])["parent_id"]
         and (folded := describe(row["source"]).folded_kinds.get(row["kind"]))
     }
     if not parent_ids:
         return hits
-    found = dict(
-        release.query(
-            "SELECT doc_id, docno FROM search_doc WHERE doc_id IN (SELECT unnest(?::VARCHAR[]))",
-            [sorted(set(parent_ids.values()))],
-        )
-    )
+    found = release.docnos_of(parent_ids.values())
     folded: list[Hit] = []
     seen: set[int] = set()
     for hit in hits:
@@ -101,8 +100,14 @@ def fold_into_parents(release: Release, hits: list[Hit], rows: Rows) -> list[Hit
             seen.add(docno)
             folded.append(replace(hit, docno=docno) if docno != hit.docno else hit)
     missing = [h.docno for h in folded if h.docno not in rows]
-    rows.update(documents(release, missing))
+    rows.update(ranking_rows(release, missing))
     return folded
+
+
+def ranking_rows(release: Release, docnos: list[int]) -> Rows:
+    """The columns the merge reads (:data:`~.stages.RANKING_COLUMNS`) of ``docnos``: the
+    hits of every source are merged, and only the kept ones are shown."""
+    return {int(r["docno"]): r for r in release.shown_rows(docnos, RANKING_COLUMNS)}
 
 
 def entity_key(row: dict[str, Any]) -> tuple[str, str, str]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from metabundle.index.tokenizer import STOP_WORDS, tokenize
+from metabundle.schemas.search import doc_id
 from metabundle.search.ranking.policies import Fusion, Policy
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, normalize_identifier
@@ -85,35 +86,41 @@ def title_candidates(
 # -- rows -------------------------------------------------------------------------------
 
 
+#: The ``search_doc`` columns the stages read (a payload shows more, and is hydrated on
+#: its own: a ranking reads several hundred candidates and shows a few).
+RANKING_COLUMNS = (
+    "docno",
+    "source",
+    "kind",
+    "entity_id",
+    "title",
+    "parent_id",
+    "domain",
+    "variable_type",
+)
+
+
 def doc_rows(
     release: Release, docnos: set[int], fold_kinds: Mapping[str, str] | None = None
 ) -> Rows:
-    """``search_doc`` rows of ``docnos``; a row of a kind that folds into a parent
-    (``fold_kinds``: child kind → parent kind) carries its parent's ``parent_docno``
-    (None for every other row). Rows come from the release's memory-mapped rows file and
-    parents from a lookup of a few rows, so the cost does not grow with the corpus (a
-    join of the whole table did)."""
+    """The :data:`RANKING_COLUMNS` of ``docnos``; a row of a kind that folds into a
+    parent (``fold_kinds``: child kind → parent kind) carries its parent's
+    ``parent_docno`` (None for every other row). Rows come from the release's
+    memory-mapped rows file and parents from their ids' places in it, so the cost does
+    not grow with the corpus (a join of the whole table did)."""
     if not docnos:
         return {}
     fold_kinds = fold_kinds or {}
-    rows = release.shown_rows(docnos)
-    wanted: dict[tuple[str, str], set[str]] = {}
+    rows = release.shown_rows(docnos, RANKING_COLUMNS)
+    parent_ids = {
+        int(row["docno"]): doc_id(row["source"], fold_kinds[row["kind"]], row["parent_id"])
+        for row in rows
+        if row["kind"] in fold_kinds and row["parent_id"] is not None
+    }
+    parents = release.docnos_of(parent_ids.values())
     for row in rows:
-        parent_kind = fold_kinds.get(row["kind"])
-        if parent_kind is not None and row["parent_id"] is not None:
-            wanted.setdefault((row["source"], parent_kind), set()).add(row["parent_id"])
-    parents: dict[tuple[str, str], int] = {}
-    for (source, kind), entity_ids in sorted(wanted.items()):
-        for entity_id, docno in release.query(
-            "SELECT entity_id, docno FROM search_doc WHERE source = ? AND kind = ? "
-            "AND entity_id IN (SELECT unnest(?::VARCHAR[]))",
-            [source, kind, sorted(entity_ids)],
-        ):
-            parents[(source, entity_id)] = int(docno)
-    for row in rows:
-        row["parent_docno"] = (
-            parents.get((row["source"], row["parent_id"])) if row["kind"] in fold_kinds else None
-        )
+        parent = parent_ids.get(int(row["docno"]))
+        row["parent_docno"] = None if parent is None else parents.get(parent)
     return {int(row["docno"]): row for row in rows}
 
 
