@@ -285,8 +285,9 @@ class SourceSpec:
     """A source: its descriptor (name, title, homepage, folded kinds; declared in
     :mod:`metabundle.schemas.sources`), what it produces, and its three steps.
 
-    ``version`` names the parser's output format; bump it when parsing changes so that
-    staged tables cached under the old version are not reused. ``public_urls`` are the
+    ``version`` names the parser's output format; bump it when parsing or the search
+    documents change so that staged tables and documents cached under the old version
+    are not reused. ``public_urls`` are the
     public addresses a build without a mirror reads first (probed before the build
     starts). ``probe``, when set, gives the source a sensor that rebuilds it when its
     upstream changes.

@@ -311,7 +311,11 @@ def test_one_document_per_concept(docs, mirror):
 
 def test_document_identifiers_url_and_filters(docs):
     doc = docs["omop:concept:35208414"]
-    assert doc["identifiers"] == ["35208414", "icd10cm:k92.2"]
+    assert doc["identifiers"] == ["35208414", "icd10cm:k92.2", "k92.2"]
+    # a code of digits only, or without digits, is no identifier by itself
+    for concept_id, code in ((192671, "74474003"), (8576, "mg")):
+        found = docs[f"omop:concept:{concept_id}"]["identifiers"]
+        assert code not in found and any(i.endswith(":" + code.lower()) for i in found)
     assert doc["canonical_url"] == "https://athena.ohdsi.org/search-terms/terms/35208414"
     assert (doc["vocabulary"], doc["concept_class"]) == ("ICD10CM", "4-char billing code")
     assert doc["body"] == "K92.2 | ICD10CM | 4-char billing code"

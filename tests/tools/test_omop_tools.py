@@ -693,3 +693,14 @@ def test_semantic_beats_keyword_on_paraphrases(
     assert embedding["recall@10"] >= fulltext["recall@10"]
     ground = eval_figures["ground"]["paraphrase"]
     assert ground["mrr"] > fulltext["mrr"] + 0.05
+
+
+def test_a_code_typed_as_it_is_finds_its_concept_first(release: Release) -> None:
+    """An ICD-10-CM code written alone is an identifier of its concept: search_all puts
+    the concept first, as an exact match; a code of digits only is not (it would be
+    taken for a concept id)."""
+    payload = call(release, "search_all", query="K92.2", sources=["omop"])
+    first = payload["results"][0]
+    assert (first["id"], first["scores"]["exact_match"]) == (str(K92_2), True)
+    snomed = call(release, "search_all", query="74474003", sources=["omop"])
+    assert not any(item["scores"]["exact_match"] for item in snomed["results"])

@@ -14,7 +14,7 @@ from metabundle.schemas.search import doc_id
 from metabundle.schemas.sources import describe
 from metabundle.search.ranking.pipeline import rank
 from metabundle.search.ranking.policies import RRF_K, SEARCH_ALL
-from metabundle.search.ranking.stages import RANKING_COLUMNS
+from metabundle.search.ranking.stages import RANKING_COLUMNS, drop_unrelated, is_lookup
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit, Retrieval, combine, documents, source_mask
 
@@ -73,6 +73,13 @@ def rank_all(
         ranked[source], versions = distinct_entities(fold_into_parents(release, hits, rows), rows)
         collapsed.update(versions)
     assert retrieval is not None  # a release has at least one source
+    if (
+        SEARCH_ALL.lookup_alone
+        and method != "semantic"
+        and is_lookup(query)
+        and any(h.exact for hits in ranked.values() for h in hits)
+    ):  # a lookup found in one source: the other sources show only what names it too
+        ranked = {source: drop_unrelated(hits) for source, hits in ranked.items()}
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
     merged = interleave_sources(ranked)[:limit]

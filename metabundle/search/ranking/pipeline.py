@@ -3,8 +3,8 @@
 Stages, in order (each a function of :mod:`.stages` or :mod:`.priors`, each switched
 and parameterised by the :class:`~.policies.Policy`): candidates → folding → signals
 (BM25 scaled, cosine scaled, title match) → fusion →
-boosts → intent signals → order (exact first) → diversity and cut → priors → low
-confidence. The answer is the hits, each with its full score breakdown
+boosts → intent signals → order (exact first) → lookups → diversity and cut → priors →
+low confidence. The answer is the hits, each with its full score breakdown
 (:meth:`~metabundle.search.retrieval.Hit.breakdown`), and the ``retrieval`` block,
 which names the policy (and, with ``explain``, states its rules).
 """
@@ -21,8 +21,10 @@ from metabundle.search.ranking.stages import (
     apply_intents,
     diversify,
     doc_rows,
+    drop_unrelated,
     fold_children,
     fuse,
+    is_lookup,
     needs_title_fallback,
     order,
     query_intents,
@@ -125,7 +127,10 @@ def rank(
     apply_boosts([hits[d] for d in exact], rows, query, effective, policy)
     if effective == "hybrid" and policy.intents:
         apply_intents(hits, rows, query_intents(release, query, policy), policy)
-    ranked = diversify(order(hits, exact, rows, policy), rows, limit, policy)
+    ordered = order(hits, exact, rows, policy)
+    if policy.lookup_alone and exact and effective != "semantic" and is_lookup(query):
+        ordered = drop_unrelated(ordered)
+    ranked = diversify(ordered, rows, limit, policy)
     ranked = priors.apply(release, ranked, query, policy, hits)[:limit]
     retrieval.weights = policy.weights(effective)
     retrieval.low_confidence = not exact and unmatched(

@@ -25,7 +25,11 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
    rank falls;
 7. **diversity** (``max_per_title``): at most so many results per (title, domain);
 8. **priors** (``priors``): the source's own structure (UK Biobank: a companion
-   field's main field before it, equal titles by participants).
+   field's main field before it, equal titles by participants);
+9. **lookups** (``lookup_alone``): a query of one token holding a digit that names an
+   entity exactly ("21001", "phs000007", "K92.2") is a lookup: behind the exact matches
+   only documents the keyword index matched are kept, as the embedding of an identifier
+   says nothing about a document (:func:`~.stages.drop_unrelated`).
 
 ``search_all`` ranks each source with :data:`SEARCH_ALL` and merges the rankings
 (:mod:`.merge`). Weights were chosen by measurement (``benchmarks/README.md``).
@@ -110,6 +114,7 @@ class Policy:
     keyword_score: Literal["bm25", "bm25_over_best"] = "bm25"  # keyword-only score
     keyword_fusion: Fusion | None = None  # several keyword lists fused by this
     semantic_variants: bool = False  # hybrid: cosine of the query's abbreviation rewrites too
+    lookup_alone: bool = False  # an identifier found exactly: keep only keyword matches behind it
     exact_first: bool = True
     exact_kind_order: Mapping[str, int] = field(default_factory=dict)  # kind → tier
     exact_by_score: bool = False  # within a tier: by score, else by docno
@@ -173,6 +178,7 @@ class Policy:
             else None,
             "max_per_title": self.max_per_title,
             "priors": list(self.priors) or None,
+            "lookup_alone": self.lookup_alone and method != "semantic",
         }
         return {"policy": self.name, "score_formula": self.formula, "stages": stages}
 
@@ -227,12 +233,14 @@ UKB_FIELDS = Policy(
     boosts=_UKB_BOOSTS,
     priors=("main_field_before_companion", "equal_titles_by_participants"),
     semantic_variants=True,
+    lookup_alone=True,
 )
 DBGAP_VARIABLES = Policy(
     "dbgap_catalog",
     _SEMANTIC_LED,
     f"hybrid: {_SEMANTIC_LED_FORMULA}; keyword: BM25; semantic: cosine. Exact accessions first.",
     semantic_variants=True,
+    lookup_alone=True,
 )
 _DBGAP_DOCUMENTS_FUSION = Fusion("weighted", 0.3, 0.7)
 DBGAP_DOCUMENTS = Policy(
@@ -264,6 +272,7 @@ AOU_CATALOG = Policy(
     intent_bonus=_AOU_BONUS,
     max_per_title=_AOU_MAX_PER_TITLE,
     semantic_variants=True,
+    lookup_alone=True,
 )
 # raw cosine and BM25 over the best match: the IDC set measured both better than
 # min-max scaling, the ideal BM25 and the title match (benchmarks/README.md)
@@ -275,6 +284,7 @@ IDC_SEARCH = Policy(
     f"{_IDC_FUSION.semantic_weight} * cosine (raw, clipped at 0), {_VARIANT_COSINE}; "
     "keyword: BM25; semantic: cosine. Exact ids and DOIs first.",
     semantic_variants=True,
+    lookup_alone=True,
 )
 OMOP_EMBEDDING = Policy(
     "omop_embedding",
@@ -290,6 +300,7 @@ SEARCH_ALL = Policy(
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
     f"hit scoring 1 / ({RRF_K} + its round).",
     semantic_variants=True,
+    lookup_alone=True,
 )
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(

@@ -329,6 +329,20 @@ def order(hits: dict[int, Hit], exact: list[int], rows: Rows, policy: Policy) ->
     return matched + [h for h in ordered if h.docno not in done]
 
 
+def is_lookup(query: str) -> bool:
+    """A query of one token holding a digit ("21001", "phs000007", "K92.2"): an
+    identifier typed to look an entity up, not words to match."""
+    text = query.strip()
+    return bool(text) and not any(c.isspace() for c in text) and any(c.isdigit() for c in text)
+
+
+def drop_unrelated(hits: list[Hit]) -> list[Hit]:
+    """The exact matches and the hits the keyword index matched: behind an identifier
+    found exactly, a document only the embedding found is chance (the vector of a
+    number or a code says nothing about it)."""
+    return [hit for hit in hits if hit.exact or hit.keyword is not None]
+
+
 def diversify(ordered: list[Hit], rows: Rows, limit: int, policy: Policy) -> list[Hit]:
     """The first ``limit`` hits, at most ``policy.max_per_title`` per (title, domain)."""
     if policy.max_per_title is None:

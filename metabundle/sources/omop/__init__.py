@@ -61,7 +61,7 @@ SOURCE = SourceSpec(
     search_docs=search_docs,
     coverage=coverage,
     public_urls=lambda settings: () if settings.omop_vocab else (f"{EUNOMIA_BASE}/",),
-    version="3",  # 2: malformed records are quarantined; 3: lookup copies
+    version="4",  # 2: malformed records are quarantined; 3: lookup copies; 4: codes as ids
 )
 
 __all__ = ["SOURCE"]

@@ -14,7 +14,10 @@
   with three.
 * filters: ``domain``, ``vocabulary``, ``concept_class``, ``standard_concept`` and
   ``is_valid`` (``invalid_reason`` is null); ``identifiers`` holds the concept id and
-  ``<vocabulary>:<code>`` in lower case (``icd10cm:k92.2``).
+  ``<vocabulary>:<code>`` in lower case (``icd10cm:k92.2``), and the code alone when it
+  mixes digits with other characters (``k92.2``, ``8480-6``): a code people type as it
+  is, where a code of digits only would be taken for a concept, field or variable id
+  and a code without digits for a word (UCUM's ``mg``, ``min``).
 """
 
 from __future__ import annotations
@@ -70,8 +73,14 @@ def search_docs(ctx: SearchDocContext) -> duckdb.DuckDBPyRelation:
                concat_ws('; ', c.concept_name, e.names) AS embed_text,
                '{ATHENA_CONCEPT_URL}' || c.concept_id AS canonical_url,
                CAST(NULL AS VARCHAR) AS parent_id,
-               [CAST(c.concept_id AS VARCHAR),
-                lower(c.vocabulary_id) || ':' || lower(c.concept_code)] AS identifiers,
+               list_concat(
+                   [CAST(c.concept_id AS VARCHAR),
+                    lower(c.vocabulary_id) || ':' || lower(c.concept_code)],
+                   -- a code of digits and other characters is one by itself (K92.2, 8480-6)
+                   CASE WHEN regexp_matches(c.concept_code, '[0-9]')
+                             AND regexp_matches(c.concept_code, '[^0-9]')
+                        THEN [lower(c.concept_code)] ELSE [] END
+               ) AS identifiers,
                c.domain_id AS domain,
                c.vocabulary_id AS vocabulary,
                c.concept_class_id AS concept_class,
