@@ -17,7 +17,7 @@ from metabundle.index.tokenizer import tokenize
 from metabundle.index.variants import ALTERNATIVE_WEIGHT
 from metabundle.search.ranking.pipeline import candidates, new_retrieval, rank
 from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
-from metabundle.search.ranking.stages import title_match
+from metabundle.search.ranking.stages import query_words, title_candidates, title_match
 from metabundle.search.release import Release
 from metabundle.search.retrieval import documents, mask_from_sql, semantic_candidates
 from metabundle.search.tools import call_tool
@@ -218,3 +218,43 @@ def pipeline_semantic(
     retrieval = new_retrieval(release, policy, method)
     _exact, lists = candidates(release, query, policy, mask, 10, retrieval)
     return dict(lists["semantic"])
+
+
+PLAIN_TITLE_SIMILARITY = """
+WITH words AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS word),
+scope AS (SELECT docno, lower(title) AS title FROM search_doc WHERE source = 'aou'),
+best AS (
+    SELECT docno, word, max(jaro_winkler_similarity(word, token)) AS similarity
+    FROM (SELECT docno, unnest(regexp_split_to_array(title, '[^a-z0-9]+')) AS token FROM scope),
+         words
+    WHERE length(token) > 1 GROUP BY ALL
+)
+SELECT docno, greatest(jaro_winkler_similarity(title, ?), coalesce(round(b.words, 9), 0.0))
+FROM scope LEFT JOIN (SELECT docno, avg(similarity) AS words FROM best GROUP BY docno) b
+USING (docno)
+"""
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["smokng", "diabetis type 2", "hypertenshun medicaton use", "insomnya sleeping too much"],
+)
+def test_the_title_fallback_finds_what_comparing_every_title_finds(
+    release: Release, query: str
+) -> None:
+    """The fallback compares each distinct title word with the query's words once and
+    looks up only the close ones; it finds the titles, with the similarities, that the
+    rule computed over every title word of every title finds."""
+    aou = mask_from_sql(release, "source = 'aou'", [])
+    found = title_candidates(release, query, aou, AOU_CATALOG)
+    plain = release.query(
+        PLAIN_TITLE_SIMILARITY, [query_words(query), " ".join(query.lower().split())]
+    )
+    kept = sorted(
+        ((int(d), s) for d, s in plain if s >= AOU_CATALOG.title_similarity_min),
+        key=lambda pair: (-pair[1], pair[0]),
+    )
+    assert found and len(found) == min(len(kept), AOU_CATALOG.title_pool)
+    assert [round(s, 9) for _, s in found] == [round(s, 9) for _, s in kept[: len(found)]]
+    top = {d for d, s in kept if s > found[-1][1] + 1e-9}  # above the cut, ties aside
+    assert top <= {d for d, _ in found}

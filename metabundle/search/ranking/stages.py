@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from metabundle.index.tokenizer import STOP_WORDS, tokenize
 from metabundle.schemas.search import doc_id
@@ -26,25 +27,37 @@ Rows = dict[int, dict[str, Any]]
 # -- candidates: the title-similarity fallback ------------------------------------------
 
 TITLE_SIMILARITY = """
-WITH scope AS (SELECT unnest(?::INTEGER[]) AS docno),
-words AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS word),
-tokens AS (
-    SELECT docno, unnest(regexp_split_to_array(lower(title), '[^a-z0-9]+')) AS token
-    FROM search_doc SEMI JOIN scope USING (docno)
+WITH words AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS word),
+titles AS (SELECT docno, lower(title) AS title FROM search_doc SEMI JOIN title_scope USING (docno)),
+tokens AS (SELECT docno, unnest(regexp_split_to_array(title, '[^a-z0-9]+')) AS token FROM titles),
+close AS (
+    SELECT token, word, jaro_winkler_similarity(word, token) AS similarity
+    FROM (SELECT DISTINCT token FROM tokens WHERE length(token) > 1), words
+    WHERE jaro_winkler_similarity(word, token) >= ?
 ),
 best AS (
-    SELECT docno, word, max(jaro_winkler_similarity(word, token)) AS similarity
-    FROM tokens, words WHERE length(token) > 1 GROUP BY ALL
+    SELECT docno, word, max(similarity) AS similarity
+    FROM tokens JOIN close USING (token) GROUP BY ALL
+),
+matched AS (
+    SELECT docno, round(avg(similarity), 9) AS words FROM best GROUP BY docno
+    HAVING count(*) = (SELECT count(*) FROM words)
 ),
 scored AS (
-    SELECT docno, jaro_winkler_similarity(lower(title), ?) AS whole,
-           coalesce(b.words, 0.0) AS words
-    FROM search_doc SEMI JOIN scope USING (docno)
-    LEFT JOIN (SELECT docno, avg(similarity) AS words FROM best GROUP BY docno) b USING (docno)
+    SELECT docno, jaro_winkler_similarity(title, ?) AS whole, coalesce(m.words, 0.0) AS words
+    FROM titles LEFT JOIN matched m USING (docno)
 )
 SELECT docno, greatest(whole, words) AS similarity FROM scored WHERE similarity >= ?
 ORDER BY similarity DESC, whole DESC, docno LIMIT ?
 """
+"""A title's similarity to the query: the Jaro-Winkler similarity of the two, or the
+mean over the query's words of each word's best similarity to a title word, whichever
+is higher. A title reaches the threshold on its words only if every word has a title
+word at least ``threshold * words - (words - 1)`` close (the others count 1 at most), so
+each distinct title word is compared with the query's words once and only those close
+words are looked up in the titles; a title without them can pass on its whole. The mean
+is rounded to nine places, so that titles as close as each other tie (and are ordered
+by their whole similarity, then docno) whatever order the mean was summed in."""
 
 
 def query_words(query: str) -> list[str]:
@@ -70,16 +83,21 @@ def title_candidates(
     first: the Jaro-Winkler similarity of query and title, or the mean over the query's
     words of their best Jaro-Winkler similarity to a title word, whichever is higher."""
     scope = np.flatnonzero(mask) if mask is not None else np.arange(release.n_docs)
-    rows = release.query(
-        TITLE_SIMILARITY,
-        [
-            scope.tolist(),
-            query_words(query),
-            " ".join(query.lower().split()),
-            policy.title_similarity_min,
-            policy.title_pool,
-        ],
-    )
+    words = query_words(query)
+    threshold = policy.title_similarity_min
+    closest_needed = threshold * len(words) - (len(words) - 1) - 1e-9
+    with release.cursor() as cur:
+        cur.register("title_scope", pa.table({"docno": scope.astype(np.int32)}))
+        rows = cur.execute(
+            TITLE_SIMILARITY,
+            [
+                words,
+                closest_needed,
+                " ".join(query.lower().split()),
+                threshold,
+                policy.title_pool,
+            ],
+        ).fetchall()
     return [(int(docno), float(similarity)) for docno, similarity in rows]
 
 
