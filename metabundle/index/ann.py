@@ -61,6 +61,8 @@ from typing import Any
 
 import numpy as np
 
+from metabundle.index.vector_file import VectorFile
+
 __all__ = [
     "BACKENDS",
     "AnnIndex",
@@ -75,6 +77,8 @@ __all__ = [
 BACKENDS = ("usearch", "hnswlib", "bitscan")
 Progress = Callable[[int, int], None]
 """Called with (done, total) as an index is built."""
+Vectors = np.ndarray | VectorFile
+"""Exact vectors: a matrix, or a release's file read by rows (serving)."""
 SIDECAR_FORMAT = 1
 _USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
 _EXACT_CHUNK = 65536
@@ -647,12 +651,12 @@ def clip_cosine(scores: np.ndarray) -> np.ndarray:
     return np.clip(scores, -1.0, 1.0).astype(np.float32)
 
 
-def _exact_scores(vectors: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+def _exact_scores(vectors: Vectors, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     return clip_cosine(np.asarray(vectors[rows], dtype=np.float32) @ query)
 
 
 def _exact_top_k(
-    vectors: np.ndarray, rows: np.ndarray, query: np.ndarray, k: int
+    vectors: Vectors, rows: np.ndarray, query: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Brute-force top ``k`` among sorted ``rows``, in chunks to bound memory."""
     best_keys, best_scores = np.empty(0, np.int64), np.empty(0, np.float32)
@@ -675,7 +679,7 @@ def _sorted_contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 def filtered_search(
     index: AnnIndex,
-    vectors_mmap: np.ndarray,
+    vectors: Vectors,
     query: np.ndarray,
     k: int,
     allowed_keys: np.ndarray | None,
@@ -685,7 +689,7 @@ def filtered_search(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` keys among ``allowed_keys`` (None = all) with exact cosine scores.
 
-    Keys are row numbers into ``vectors_mmap``. Without a filter the index is asked for
+    Keys are row numbers into ``vectors``. Without a filter the index is asked for
     :meth:`AnnIndex.rescore_count` keys (:data:`RESCORE_MARGIN` times ``k``; a bitscan
     index at least :data:`BITSCAN_POOL`). Up to ``exact_threshold`` allowed keys
     are scored by brute force; more use the ANN with ``k`` scaled by the filter's
@@ -695,20 +699,20 @@ def filtered_search(
     allowed keys.
     Returns ``min(k, number allowed)`` results: score descending, key ascending.
     """
-    q = _unit_query(query, vectors_mmap.shape[1])
+    q = _unit_query(query, vectors.shape[1])
     if k <= 0:
         return np.empty(0, np.int64), np.empty(0, np.float32)
     n = len(index)
     if allowed_keys is None:
         keys = index.candidates(q, index.rescore_count(k))
-        return _top_k(keys, _exact_scores(vectors_mmap, keys, q), k)
+        return _top_k(keys, _exact_scores(vectors, keys, q), k)
     allowed = np.asarray(allowed_keys, dtype=np.int64)
     if allowed.size > 1 and not (allowed[1:] > allowed[:-1]).all():
         allowed = np.unique(allowed)  # sorted distinct keys are used as they are
-    if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors_mmap.shape[0]):
-        raise ValueError("allowed_keys must be row numbers of vectors_mmap")
+    if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors.shape[0]):
+        raise ValueError("allowed_keys must be row numbers of vectors")
     if allowed.size <= exact_threshold or n == 0:
-        return _exact_top_k(vectors_mmap, allowed, q, k)
+        return _exact_top_k(vectors, allowed, q, k)
     wanted = min(k, allowed.size)
     limit = min(n, max(max_candidates, k))
     count = min(limit, max(4 * k, math.ceil(index.rescore_count(k) * n / allowed.size)))
@@ -716,7 +720,7 @@ def filtered_search(
         keys = index.candidates(q, count)
         hits = keys[_sorted_contains(allowed, keys)]
         if hits.size >= wanted:
-            return _top_k(hits, _exact_scores(vectors_mmap, hits, q), k)
+            return _top_k(hits, _exact_scores(vectors, hits, q), k)
         if count >= limit:
-            return _exact_top_k(vectors_mmap, allowed, q, k)
+            return _exact_top_k(vectors, allowed, q, k)
         count = min(limit, count * 4)

@@ -1,9 +1,11 @@
 """A serving process's resident pages of a release's memory-mapped files, kept under a
 budget.
 
-Keyword arrays, vectors, ANN indexes and the rows file are memory-mapped, so what a
-query reads stays resident until the kernel needs the memory: after 250 mixed calls on
-a 1.4M-document release a process held 1.26 GB of such pages (and 0.38 GB of its own).
+Keyword arrays, ANN indexes and the rows file are memory-mapped, so what a query reads
+stays resident until the kernel needs the memory: after 250 mixed calls on a
+1.4M-document release a process held 1.26 GB of such pages (and 0.38 GB of its own),
+most of them vectors, which are now read by rows instead
+(:mod:`metabundle.index.vector_file`).
 They are page cache, shared with every process serving the same release, but they
 count in the process's RSS. When the mapped pages of a process pass the budget
 (``METABUNDLE_MAPPED_PAGES_MB``), :func:`trim` tells the kernel that the process no

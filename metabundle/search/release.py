@@ -19,9 +19,10 @@ import numpy as np
 
 from metabundle import __version__
 from metabundle.errors import ReleaseError
-from metabundle.index.ann import AnnIndex, load_vectors, open_ann_index
+from metabundle.index.ann import AnnIndex, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
+from metabundle.index.vector_file import VectorFile
 from metabundle.release.doc_rows import DOC_ROWS_FILE, DocRows
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
@@ -87,6 +88,8 @@ class Release:
     def close(self) -> None:
         if "sql_workers" in self.__dict__:
             self.sql_workers.close()
+        if self.__dict__.get("vectors") is not None:
+            self.vectors.close()
         self._con.close()
 
     def __enter__(self) -> Release:
@@ -220,9 +223,10 @@ class Release:
     # -- semantic -------------------------------------------------------------------
 
     @cached_property
-    def vectors(self) -> np.ndarray | None:
+    def vectors(self) -> VectorFile | None:
+        """The exact vectors, row ``i`` = docno ``i``, read by rows on demand."""
         path = self.path / "ann" / "vectors.npy"
-        return load_vectors(self._checked_file(path)) if path.exists() else None
+        return VectorFile(self._checked_file(path)) if path.exists() else None
 
     @cached_property
     def unrelated_cosine(self) -> float | None:
