@@ -43,6 +43,7 @@ from benchmarks.common import SEED, interleaved, latency, profile_top, ratio, ti
 from benchmarks.quality import load_sets
 from metabundle.index.ann import (
     BACKENDS,
+    Vectors,
     build_ann_index,
     filtered_search,
     load_vectors,
@@ -175,9 +176,7 @@ def measure_backend(
     }
 
 
-def compare(
-    release_vectors: np.ndarray, queries: np.ndarray, n_vectors: int | None
-) -> dict[str, Any]:
+def compare(release_vectors: Vectors, queries: np.ndarray, n_vectors: int | None) -> dict[str, Any]:
     """Both backends over a sample of the release's vectors; ``queries`` (q, d)."""
     rows = sample_rows(len(release_vectors), n_vectors)
     vectors = np.asarray(release_vectors[rows], dtype=np.float32)

@@ -451,6 +451,16 @@ def ukb_ids(release: Release, query: str, **arguments: Any) -> list[int]:
     return [item["id"] for item in payload["results"]]
 
 
+def search_all_ukb_ids(release: Release, query: str, **arguments: Any) -> list[int]:
+    """The UK Biobank fields ``search_all`` lists for ``query``, in its order."""
+    arguments = {"query": query, "sources": ["ukb"], "limit": 10, **arguments}
+    payload = call_tool(release, "search_all", arguments)
+    return [int(item["id"]) for item in payload["results"] if item["kind"] == "field"]
+
+
+FIELD_LISTS = pytest.mark.parametrize("field_ids", [ukb_ids, search_all_ukb_ids])
+
+
 @pytest.mark.parametrize(
     ("query", "main", "companion"),
     [
@@ -459,20 +469,25 @@ def ukb_ids(release: Release, query: str, **arguments: Any) -> list[int]:
         ("creatinine", 30700, 30702),
     ],
 )
+@FIELD_LISTS
 def test_a_measurement_ranks_above_its_qc_companions(
-    release: Release, query: str, main: int, companion: int
+    release: Release, query: str, main: int, companion: int, field_ids: Any
 ) -> None:
     for method in ("hybrid", "keyword"):
-        ids = ukb_ids(release, query, method=method)
+        ids = field_ids(release, query, method=method)
         assert main in ids and ids.index(main) < ids.index(companion), (method, ids)
 
 
-def test_a_query_that_names_the_qualifier_finds_the_companion(release: Release) -> None:
-    assert ukb_ids(release, "glucose missing reason")[0] == 30745
+@FIELD_LISTS
+def test_a_query_that_names_the_qualifier_finds_the_companion(
+    release: Release, field_ids: Any
+) -> None:
+    assert field_ids(release, "glucose missing reason")[0] == 30745
 
 
-def test_equal_titles_rank_by_participants(release: Release) -> None:
-    ids = ukb_ids(release, "qualifications")
+@FIELD_LISTS
+def test_equal_titles_rank_by_participants(release: Release, field_ids: Any) -> None:
+    ids = field_ids(release, "qualifications")
     assert ids.index(6138) < ids.index(28056)  # 498,532 participants against 9,943
 
 

@@ -220,18 +220,21 @@ _SEMANTIC_LED_FORMULA = (
     f"title terms); {_VARIANT_COSINE}"
 )
 _UKB_BOOSTS = MappingProxyType({"id": 2.0, "alias": 1.75})
+_UKB_PRIORS = ("main_field_before_companion", "equal_titles_by_participants")
+_UKB_PRIORS_TEXT = (
+    "a UK Biobank companion field's main field before it and fields of one title by participants"
+)
 UKB_FIELDS = Policy(
     "ukb_fields",
     _SEMANTIC_LED,
     f"hybrid: {_SEMANTIC_LED_FORMULA}, plus {_SEMANTIC_LED.full_scale} * boost; "
     "keyword: BM25 / best BM25 of the query among fields + boost; semantic: cosine only. "
     f"boost = {_UKB_BOOSTS['id']} for the exact field id, {_UKB_BOOSTS['alias']} for "
-    "another exact stored alias, else 0; then a companion field's main field before it "
-    "and fields of one title by participants.",
+    f"another exact stored alias, else 0; then {_UKB_PRIORS_TEXT}.",
     keyword_score="bm25_over_best",
     exact_by_score=True,
     boosts=_UKB_BOOSTS,
-    priors=("main_field_before_companion", "equal_titles_by_participants"),
+    priors=_UKB_PRIORS,
     semantic_variants=True,
     lookup_alone=True,
 )
@@ -296,9 +299,10 @@ SEARCH_ALL = Policy(
     "search_all",
     _SEMANTIC_LED,
     f"per source: {_SEMANTIC_LED_FORMULA} (keyword: BM25; semantic: cosine), exact "
-    "identifiers first; then children folded into their parents, versions "
+    f"identifiers first, {_UKB_PRIORS_TEXT}; then children folded into their parents, versions "
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
     f"hit scoring 1 / ({RRF_K} + its round).",
+    priors=_UKB_PRIORS,
     semantic_variants=True,
     lookup_alone=True,
 )

@@ -1,5 +1,5 @@
-"""Priors of UK Biobank field search (policy ``priors``), mined from the Showcase
-schema itself.
+"""Priors of UK Biobank field search (policy ``priors``: ``search_ukb_fields`` and
+``search_all``), mined from the Showcase schema itself.
 
 **Companion fields.** A blood-biochemistry result such as 30740 "Glucose" comes with
 companions named after it: "Glucose aliquot", "Glucose assay date", "Glucose
@@ -121,13 +121,19 @@ def apply(
 
 
 def field_rows(release: Release, hits: list[Hit]) -> dict[int, tuple[int, str, int]]:
-    """docno → (field id, title, participants) of the hits that are UK Biobank fields."""
+    """docno → (field id, title, participants) of the hits that are UK Biobank fields
+    (no lookup when none is a UK Biobank document: ``search_all`` ranks every source
+    with these priors)."""
+    documents = release.source_ranges.get("ukb", range(0))
+    docnos = [h.docno for h in hits if h.docno in documents]
+    if not docnos:
+        return {}
     rows = release.query(
         "SELECT d.docno, f.field_id, f.title, coalesce(f.num_participants, 0) "
         "FROM search_doc d JOIN ukb_field f ON d.entity_id = f.field_id::VARCHAR "
         "WHERE d.source = 'ukb' AND d.kind = 'field' "
         "AND d.docno IN (SELECT unnest(?::INTEGER[]))",
-        [[h.docno for h in hits]],
+        [docnos],
     )
     return {int(docno): (int(f), title, int(n)) for docno, f, title, n in rows}
 
