@@ -13,6 +13,7 @@ is missing (not POSIX) it falls back to the memory map.
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ class VectorFile:
         self._offset = int(mapped.offset)
         self._row_bytes = self.shape[1] * self.dtype.itemsize
         self._fd = os.open(self.path, os.O_RDONLY) if hasattr(os, "preadv") else None
+        # the descriptor goes with the object even when nobody calls close()
+        self._closer = weakref.finalize(self, os.close, self._fd) if self._fd is not None else None
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -60,9 +63,9 @@ class VectorFile:
         return whole if dtype is None else whole.astype(dtype)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._closer is not None:
+            self._closer()
+        self._fd = None
 
     def _read(self, keys: np.ndarray) -> np.ndarray:
         """Rows ``keys`` (any order, repeats allowed) with one read per run of nearby rows."""

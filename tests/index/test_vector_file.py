@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 from pathlib import Path
 
@@ -88,3 +90,15 @@ def _resident_kb(path: Path) -> int:
         elif inside and fields[0] == "Rss:":
             total += int(fields[1])
     return total
+
+
+@pytest.mark.skipif(not hasattr(os, "preadv"), reason="reads through a descriptor")
+def test_a_file_nobody_closes_lets_its_descriptor_go(tmp_path) -> None:
+    np.save(tmp_path / "v.npy", np.ones((4, 8), np.float16))
+    file = VectorFile(tmp_path / "v.npy")
+    descriptor = file._fd
+    os.fstat(descriptor)
+    del file
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(descriptor)
