@@ -113,6 +113,8 @@ def apply(
     if not policy.priors:
         return hits
     fields = field_rows(release, hits)
+    if not fields:  # no UK Biobank field among them (a release may have no ukb_field)
+        return hits
     if EQUAL_TITLES in policy.priors:
         hits = order_equal_titles(hits, fields)
     if MAIN_FIELD in policy.priors:
