@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from metabundle.index.vector_file import VectorFile
+from metabundle.index.vector_file import VectorFile, load_vectors
 
 __all__ = [
     "BACKENDS",
@@ -635,14 +635,6 @@ def save_vectors(vectors: np.ndarray, path: Path, dtype: str = "float16") -> Non
         del matrix
 
     _atomic_write(Path(path), write)
-
-
-def load_vectors(path: Path) -> np.ndarray:
-    """Memory-map a ``.npy`` written by :func:`save_vectors` (read-only)."""
-    matrix = np.load(Path(path), mmap_mode="r", allow_pickle=False)
-    if matrix.ndim != 2:
-        raise ValueError(f"{path} holds shape {matrix.shape}, not (n, d)")
-    return matrix
 
 
 def clip_cosine(scores: np.ndarray) -> np.ndarray:

@@ -24,15 +24,22 @@ import numpy as np
 _GAP_BYTES = 16384
 
 
+def load_vectors(path: Path) -> np.ndarray:
+    """Memory-map a ``.npy`` written by :func:`~metabundle.index.ann.save_vectors`
+    (read-only)."""
+    matrix = np.load(Path(path), mmap_mode="r", allow_pickle=False)
+    if matrix.ndim != 2:
+        raise ValueError(f"{path} holds shape {matrix.shape}, not (n, d)")
+    return matrix
+
+
 class VectorFile:
     """The rows of a 2-D ``.npy`` matrix (as :func:`~metabundle.index.ann.save_vectors`
     writes it), indexed like a read-only array: ``vectors[rows]`` for an integer or an
     integer array, ``len``, ``shape``, ``dtype``, ``np.asarray`` for the whole matrix."""
 
     def __init__(self, path: Path) -> None:
-        mapped = np.load(Path(path), mmap_mode="r", allow_pickle=False)
-        if mapped.ndim != 2:
-            raise ValueError(f"{path} holds shape {mapped.shape}, not (n, d)")
+        mapped = load_vectors(path)
         if not mapped.flags.c_contiguous:
             raise ValueError(f"{path} holds a Fortran-ordered matrix, not rows")
         self.path = Path(path)
