@@ -158,6 +158,9 @@ def headline(sections: dict[str, Any]) -> dict[str, Any]:
         out["ann_p50_ratio_vs_raw"] = {b: r["p50_ratio_vs_raw"] for b, r in backends.items()}
         path = sections["ann"]["release_path"]
         out["semantic_path_recall_at_10"] = path["recall_at_10"]["tie_aware"]
+        out["semantic_path_recall_at_10_per_source"] = {
+            source: row["recall_at_10"]["tie_aware"] for source, row in path["per_source"].items()
+        }
         out["semantic_path_p50_ms"] = path["latency"]["semantic_candidates"]["p50_ms"]
     if "serving" in sections:
         serve = sections["serving"]
@@ -231,6 +234,7 @@ def render(report: dict[str, Any]) -> str:
         "ann_p50_ms",
         "ann_p50_ratio_vs_raw",
         "semantic_path_recall_at_10",
+        "semantic_path_recall_at_10_per_source",
         "semantic_path_p50_ms",
         "hybrid_p50_ms",
         "open_release_s",

@@ -132,7 +132,8 @@ def _settings_from_flags(**flags: Any) -> BuildSettings:
 @click.option(
     "--ann-backend",
     help="auto (default: usearch where its graph finds 99 % of a source's own neighbours, "
-    "else bitscan), usearch, hnswlib or bitscan.",
+    "else bitscan), usearch, hnswlib or bitscan; each searched as widely as it takes to "
+    "find 98 % of the neighbours of other sources' documents.",
 )
 @click.option("--release-version", help="Force the version (YYYY.MM.DD[.N]).")
 def build(**flags: Any) -> None:

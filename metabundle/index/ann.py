@@ -16,7 +16,8 @@ limitation; use usearch for large releases).
 ``bitscan`` stores, for every indexed vector, the sign of each dimension after the
 corpus mean is subtracted (32 bytes for 256 dimensions) in one memory-mapped ``uint64``
 matrix; a query computes the Hamming distance to every code (a few hundred microseconds
-for 100k vectors) and hands the nearest :data:`BITSCAN_POOL` to exact re-scoring. It
+for 100k vectors), ranks the nearest again by its own coordinates and hands the best
+:data:`BITSCAN_POOL` (or the pool its build chose) to exact re-scoring. It
 finds what a graph misses in crowded neighbourhoods (the release's many near-identical
 titles), at a cost linear in the number of vectors. The build's default, ``auto``
 (:func:`build_source_index`), measures each source's usearch graph on its own vectors
@@ -100,10 +101,27 @@ AUTO_SAMPLE_VECTORS = 50_000
 the whole graph (a single-threaded usearch graph inserts about 2,500 vectors a second
 here: 20 s for the sample, 5 min for 750k vectors)."""
 BITSCAN_POOL = 1000
-"""A ``bitscan`` search re-scores at least this many candidates exactly: the nearest by
-Hamming distance of the sign codes. On the release's wordllama vectors (114k, 256
-dimensions) the true 10 nearest lie among the 500 nearest codes for 98 % of queries and
-among the 1,000 nearest for 99 % (``benchmarks/README.md``)."""
+"""A ``bitscan`` search re-scores at least this many candidates exactly (the nearest
+codes, see :class:`_BitscanIndex`) unless its sidecar names another ``rescore_pool``.
+On the release's wordllama vectors (114k, 256 dimensions) the true 10 nearest lie among
+the 500 nearest codes for 98 % of queries and among the 1,000 nearest for 99 %
+(``benchmarks/README.md``); the build widens it where a source needs more."""
+REFINE_FACTOR = 8
+"""A scan ranks this many times its pool of nearest codes by Hamming distance again by
+the query's coordinates before exact re-scoring. On a 1M-document release (wordllama
+vectors) the pool of 1,000 then holds the true 10 nearest of 0.97 of the evaluation
+queries on All of Us (0.88 by Hamming distance alone) and 0.998 on UK Biobank (0.98),
+for 0.6 to 3 ms more a query (``benchmarks/README.md``)."""
+_BYTE_SIGNS = (np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1) * 2.0 - 1.0).astype(
+    np.float32
+)
+"""Row ``b``: the signs (+1 for a set bit, most significant first) of code byte ``b``."""
+BREADTH_PARAMS = {
+    "usearch": "expansion_search",
+    "hnswlib": "expansion_search",
+    "bitscan": "rescore_pool",
+}
+"""The sidecar parameter that holds each backend's search breadth."""
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
@@ -117,7 +135,7 @@ def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """float32 C-contiguous copy of a 2-D array with unit rows (zero rows stay zero)."""
     matrix = np.array(vectors, dtype=np.float32, order="C", copy=True)
     if matrix.ndim != 2 or matrix.shape[1] == 0:
@@ -153,7 +171,11 @@ def _top_k(keys: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np
 
 
 class AnnIndex(ABC):
-    """An opened, read-only HNSW index; keys are int64, scores cosine similarities."""
+    """An opened, read-only HNSW index; keys are int64, scores cosine similarities.
+
+    ``breadth`` is how widely it searches (a graph's beam, a scan's re-scoring pool):
+    the sidecar's ``params[BREADTH_PARAMS[backend]]``, which the build widens until
+    the index finds enough true neighbours (:mod:`metabundle.index.ann_breadth`)."""
 
     backend: str
 
@@ -175,6 +197,23 @@ class AnnIndex(ABC):
 
     def __len__(self) -> int:
         return int(self.info["count"])
+
+    @property
+    def breadth(self) -> int:
+        """How widely a search looks (see the class docstring)."""
+        return int(self.info["params"][BREADTH_PARAMS[self.backend]])
+
+    def set_breadth(self, breadth: int) -> None:
+        """Search ``breadth`` wide from now on (the sidecar is not touched)."""
+        if breadth < 1:
+            raise ValueError(f"a search breadth must be at least 1, not {breadth}")
+        self.info = {**self.info, "params": {**self.info["params"]}}
+        self.info["params"][BREADTH_PARAMS[self.backend]] = int(breadth)
+        self._widen(int(breadth))
+
+    @abstractmethod
+    def _widen(self, breadth: int) -> None:
+        """Apply a new :attr:`breadth` to the backend."""
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Approximate ``k`` nearest keys to ``query`` (shape ``(d,)``) and their scores.
@@ -236,6 +275,9 @@ class _UsearchIndex(AnnIndex):
             raise ValueError(f"{path} is not a usearch index")
         self._index = index
 
+    def _widen(self, breadth: int) -> None:
+        self._index.expansion_search = breadth
+
     def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
         matches = self._index.search(query, count, threads=1)
         return np.asarray(matches.keys), np.asarray(matches.distances)
@@ -253,6 +295,9 @@ class _HnswlibIndex(AnnIndex):
         index.set_ef(int(info.get("params", {}).get("expansion_search", 64)))
         index.set_num_threads(1)
         self._index = index
+
+    def _widen(self, breadth: int) -> None:
+        self._index.set_ef(breadth)
 
     def _search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
         # hnswlib raises instead of returning fewer results when the graph search reaches
@@ -273,8 +318,11 @@ class _BitscanIndex(AnnIndex):
     corpus mean, as one bit per dimension (1 when above the mean). The file is one
     ``uint64`` matrix, row 0 the keys and each further row one 64-bit word of every
     vector's code, so a query reads each word row contiguously from the memory map.
-    Scores are the Hamming estimate of cosine (``cos(pi * h / bits)``); the nearest
-    :data:`BITSCAN_POOL` codes are re-scored exactly by :func:`filtered_search`."""
+    The :data:`REFINE_FACTOR` times the pool nearest codes are ranked again by the
+    query's own coordinates (:meth:`_signed_dot`), and the pool best of them
+    (:data:`BITSCAN_POOL` or the sidecar's ``rescore_pool``) are re-scored exactly by
+    :func:`filtered_search`. Scores are the Hamming estimate of cosine
+    (``cos(pi * h / bits)``)."""
 
     backend = "bitscan"
 
@@ -288,9 +336,13 @@ class _BitscanIndex(AnnIndex):
         self._keys = plain[0].view(np.int64)
         self._words = plain[1:]
         self._mean = np.asarray(info["mean"], dtype=np.float32)
+        self._pool = int(info.get("params", {}).get("rescore_pool", BITSCAN_POOL))
+
+    def _widen(self, breadth: int) -> None:
+        self._pool = breadth
 
     def rescore_count(self, k: int) -> int:
-        return max(RESCORE_MARGIN * k, BITSCAN_POOL)
+        return max(RESCORE_MARGIN * k, self._pool)
 
     def candidates(self, query: np.ndarray, count: int) -> np.ndarray:
         rows, _ = self._nearest(_unit_query(query, self.dimension), count)
@@ -303,8 +355,31 @@ class _BitscanIndex(AnnIndex):
         return self._keys[rows], 1.0 - np.cos(np.minimum(angle, np.pi))
 
     def _nearest(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Rows of the ``count`` codes nearest to the query's (ties at the edge kept) and
-        their Hamming distances."""
+        """Rows of about ``count`` codes nearest to the query (ascending) and their
+        Hamming distances: the :data:`REFINE_FACTOR` times ``count`` nearest by Hamming
+        distance, the ``count`` of them with the highest :meth:`_signed_dot`."""
+        rows, distance = self._hamming_nearest(query, count * REFINE_FACTOR)
+        if rows.size <= count:
+            return rows, distance
+        keep = np.sort(np.argpartition(-self._signed_dot(query, rows), count)[:count])
+        return rows[keep], distance[keep]
+
+    def _signed_dot(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``query · s`` for the sign vector ``s`` (+1 above the mean, -1 below) of each
+        row's code: a finer estimate than the Hamming distance, which rounds the query
+        to signs as well. Summed a byte of code at a time from a table of the 256 sign
+        patterns' partial sums."""
+        words = self._words.shape[0]
+        padded = np.zeros(64 * words, np.float32)
+        padded[: query.size] = query
+        partial = _BYTE_SIGNS @ padded.reshape(8 * words, 8).T  # (256 patterns, code bytes)
+        # the codes' bytes in the order sign_codes packed them (little-endian words)
+        codes = np.ascontiguousarray(self._words[:, rows].T, dtype="<u8").view(np.uint8)
+        return partial[codes, np.arange(8 * words)].sum(axis=1)
+
+    def _hamming_nearest(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of the ``count`` codes nearest to the query's by Hamming distance (ties
+        at the edge kept) and their distances."""
         code = _sign_codes((query - self._mean)[None, :])[:, 0]
         distance = np.bitwise_count(self._words[0] ^ code[0]).astype(np.uint16)
         for word, bits in zip(self._words[1:], code[1:], strict=True):
@@ -405,23 +480,40 @@ def self_recall(
     seeded sample of its own vectors asks for its neighbours, itself left out, against
     brute force; tie-aware (a found key counts when its exact score reaches the true
     10th best, since identical vectors tie)."""
-    matrix = _unit_rows(vectors)
-    key_array = np.asarray(keys, dtype=np.int64)
+    matrix = unit_rows(vectors)
     if len(matrix) <= 11:
         return 1.0
+    rows = np.random.default_rng(SELF_RECALL_SEED).choice(len(matrix), sample, replace=True)
+    return recall_at_10(index, matrix, keys, matrix[rows], 11, rows)
+
+
+def recall_at_10(
+    index: AnnIndex,
+    matrix: np.ndarray,
+    keys: np.ndarray,
+    queries: np.ndarray,
+    depth: int,
+    own_rows: np.ndarray | None = None,
+) -> float:
+    """Tie-aware recall@10 of ``index`` over unit ``matrix`` (its rows the vectors of
+    ``keys``) for unit ``queries``, each searched as :func:`filtered_search` does for
+    ``depth`` results (the index's candidates re-scored exactly) against brute force.
+    ``own_rows[i]``, when given, is the row that query ``i`` is, left out of both."""
+    key_array = np.asarray(keys, dtype=np.int64)
     row_of = np.zeros(int(key_array.max()) + 1, np.int64)
     row_of[key_array] = np.arange(len(key_array))
-    rows = np.random.default_rng(SELF_RECALL_SEED).choice(len(matrix), sample, replace=True)
+    wanted = min(10, len(matrix) - (own_rows is not None))
     found = 0
-    for row in rows:
-        scores = matrix @ matrix[row]
-        scores[row] = -np.inf
-        tenth = np.partition(scores, len(scores) - 10)[len(scores) - 10]
-        candidates = row_of[index.candidates(matrix[row], index.rescore_count(11))]
-        candidates = candidates[candidates != row]
-        best = candidates[np.argsort(-scores[candidates], kind="stable")[:10]]
+    for i, query in enumerate(queries):
+        scores = matrix @ query
+        candidates = row_of[index.candidates(query, index.rescore_count(depth))]
+        if own_rows is not None:
+            scores[own_rows[i]] = -np.inf
+            candidates = candidates[candidates != own_rows[i]]
+        tenth = np.partition(scores, len(scores) - wanted)[len(scores) - wanted]
+        best = candidates[np.argsort(-scores[candidates], kind="stable")[:wanted]]
         found += int((scores[best] >= tenth - 1e-5).sum())
-    return found / (10 * len(rows))
+    return found / (wanted * len(queries)) if len(queries) and wanted > 0 else 1.0
 
 
 def build_ann_index(
@@ -451,7 +543,7 @@ def build_ann_index(
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown ANN backend {backend!r} (known: {', '.join(BACKENDS)})")
-    matrix = _unit_rows(vectors)
+    matrix = unit_rows(vectors)
     key_array = np.asarray(keys, dtype=np.int64).reshape(-1)
     if key_array.shape[0] != matrix.shape[0]:
         raise ValueError(f"{key_array.shape[0]} keys for {matrix.shape[0]} vectors")
@@ -503,6 +595,11 @@ def build_ann_index(
         "score": "cosine similarity = 1 - distance",
         "params": params,
     }
+    write_sidecar(path, info)
+
+
+def write_sidecar(path: Path, info: dict[str, Any]) -> None:
+    """Write ``info`` as the JSON sidecar of the index at ``path`` (atomically)."""
     text = json.dumps(info, indent=2, sort_keys=True) + "\n"
     _atomic_write(path.with_suffix(".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
 

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from metabundle.config import BuildSettings
 from metabundle.db import connect
 from metabundle.index.ann import build_source_index, save_vectors
+from metabundle.index.ann_breadth import probe_rows, widen
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
     CacheStats,
@@ -512,12 +513,13 @@ def build_ann_indexes(
     settings: BuildSettings, docs: SearchStage, embeddings: SearchStage, report: Reporter
 ) -> SearchStage:
     """One ANN index per source (keys are docnos; the backend as
-    :func:`~metabundle.index.ann.build_source_index` picks it), rebuilt only when
-    vectors change."""
+    :func:`~metabundle.index.ann.build_source_index` picks it, as wide as
+    :func:`~metabundle.index.ann_breadth.widen` finds it needs to be with the other
+    sources' documents as probes), rebuilt only when vectors change."""
     if not embeddings.files:
         return SearchStage("ann", "none", False)
     backend = settings.ann_backend
-    key = _key("ann", embeddings.key, backend)
+    key = _key("ann", embeddings.key, backend, "widened")
 
     def make(folder: Path) -> SearchStage:
         vectors = np.load(embeddings.file(VECTORS_FILE), mmap_mode="r")
@@ -529,23 +531,38 @@ def build_ann_indexes(
         files: dict[str, str] = {}
         chosen: dict[str, str] = {}
         measured: dict[str, float] = {}
+        probed: dict[str, float] = {}
+        breadth: dict[str, int] = {}
+        all_docnos = rows["docno"].astype(np.int64)
         for source in sorted(set(rows["source"].tolist())):
-            keys = rows["docno"][rows["source"] == source].astype(np.int64)
+            keys = all_docnos[rows["source"] == source]
             matrix = np.asarray(vectors[keys], dtype=np.float32)
             progress = _graph_progress(report, source)
             path, recall = build_source_index(matrix, keys, folder / source, backend, progress)
             chosen[source] = path.suffix.lstrip(".")
-            files[f"ann/{path.name}"] = str(path)
-            files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
-            note = ""
+            notes = []
             if recall is not None:
                 measured[source] = round(recall, 4)
-                note = f"; usearch recall@10 on its own vectors {recall:.3f}"
+                notes.append(f"recall@10 of the graph on its own vectors {recall:.3f}")
+            probes = probe_rows(keys, all_docnos)
+            if probes.size:
+                wide, reached = widen(path, matrix, keys, np.asarray(vectors[probes], np.float32))
+                probed[source] = round(reached, 4)
+                breadth[source] = wide
+                notes.append(
+                    f"on {probes.size} other sources' documents {reached:.3f} "
+                    f"searching {breadth[source]:,} wide"
+                )
+            files[f"ann/{path.name}"] = str(path)
+            files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
+            note = "".join(f"; {n}" for n in notes)
             report(f"ann index {source}: {len(keys):,} vectors ({chosen[source]}{note})")
         info = {
             "ann_backend": backend,
             **{f"ann_backend.{s}": b for s, b in chosen.items()},
             **{f"ann_self_recall.{s}": r for s, r in measured.items()},
+            **{f"ann_probe_recall.{s}": r for s, r in probed.items()},
+            **{f"ann_breadth.{s}": b for s, b in breadth.items()},
         }
         return SearchStage("ann", key, False, {}, files, info)
 

@@ -18,6 +18,7 @@ import pytest
 
 from benchmarks.common import MODES, child_env
 from benchmarks.quality import EVAL_DIR, ndcg, recall, reciprocal_rank
+from metabundle.index import ann
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools
 
@@ -28,6 +29,7 @@ HEADLINE = (
     "ann_p50_ms",
     "ann_p50_ratio_vs_raw",
     "semantic_path_recall_at_10",
+    "semantic_path_recall_at_10_per_source",
     "hybrid_p50_ms",
     "open_release_s",
     "mcp_tools_list_s",
@@ -96,6 +98,11 @@ def test_speed_and_scale_sections_measured_the_tiny_corpus(tiny_run, release: Re
         assert 0.7 <= value <= 1.0, backend
         assert report["ann_p50_ratio_vs_raw"][backend] > 0
     assert 0.7 <= report["semantic_path_recall_at_10"] <= 1.0
+    per_source = report["sections"]["ann"]["release_path"]["per_source"]
+    assert set(report["semantic_path_recall_at_10_per_source"]) == set(per_source)
+    for source, row in per_source.items():  # every source's index measured on its own
+        assert 0.7 <= row["recall_at_10"]["tie_aware"] <= 1.0, source
+        assert row["breadth"] >= 1 and row["backend"] in ann.BACKENDS
 
     serving = report["sections"]["serving"]
     assert serving["memory"]["errors"] == 0

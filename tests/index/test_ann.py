@@ -27,11 +27,12 @@ from metabundle.index.steps import _graph_progress
 N, DIM, K = 5000, 64, 10
 
 
-def clustered_unit_vectors(n: int, dim: int, seed: int) -> np.ndarray:
-    """Gaussian clusters around 40 centres: closer to text embeddings than pure noise."""
+def clustered_unit_vectors(n: int, dim: int, seed: int, spread: float = 0.8) -> np.ndarray:
+    """Gaussian clusters around 40 centres: closer to text embeddings than pure noise
+    (the smaller ``spread``, the more crowded)."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((40, dim))
-    points = centres[rng.integers(0, 40, n)] + 0.8 * rng.standard_normal((n, dim))
+    points = centres[rng.integers(0, 40, n)] + spread * rng.standard_normal((n, dim))
     points /= np.linalg.norm(points, axis=1, keepdims=True)
     return points.astype(np.float32)
 
