@@ -372,10 +372,11 @@ class _BitscanIndex(AnnIndex):
         words = self._words.shape[0]
         padded = np.zeros(64 * words, np.float32)
         padded[: query.size] = query
-        partial = _BYTE_SIGNS @ padded.reshape(8 * words, 8).T  # (256 patterns, code bytes)
+        # one row of 256 partial sums per code byte, flattened: byte j's value v at 256 j + v
+        partial = (padded.reshape(8 * words, 8) @ _BYTE_SIGNS.T).ravel()
         # the codes' bytes in the order sign_codes packed them (little-endian words)
         codes = np.ascontiguousarray(self._words[:, rows].T, dtype="<u8").view(np.uint8)
-        return partial[codes, np.arange(8 * words)].sum(axis=1)
+        return partial[codes + np.arange(0, 256 * 8 * words, 256)].sum(axis=1)
 
     def _hamming_nearest(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Rows of the ``count`` codes nearest to the query's by Hamming distance (ties
