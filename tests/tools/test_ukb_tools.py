@@ -492,9 +492,24 @@ def test_equal_titles_rank_by_participants(release: Release, field_ids: Any) -> 
 
 
 def test_companion_qualifiers_are_mined_from_the_schema(release: Release) -> None:
-    from metabundle.search.ranking.priors import companions
+    from metabundle.search.ranking.priors import ukb_fields
 
-    qualifiers = {suffix for _main, suffix in companions(release).main_of.values()}
+    known = ukb_fields(release)
+    qualifiers = {suffix for _main, suffix in known.companions.main_of.values()}
     assert {"aliquot", "assay date", "missing reason", "correction level"} <= qualifiers
     assert not qualifiers & {"(left)", "(right)", "intake", "(long)", "(pilot)"}
-    assert companions(release).main_of[30742] == (30740, "aliquot")
+    assert known.companions.main_of[30742] == (30740, "aliquot")
+
+
+def test_the_priors_know_every_field_document_of_the_release(release: Release) -> None:
+    from metabundle.search.ranking.priors import ukb_fields
+
+    known = ukb_fields(release)
+    documents = release.query(
+        "SELECT d.docno, f.field_id, f.title, coalesce(f.num_participants, 0) FROM search_doc d "
+        "JOIN ukb_field f ON d.entity_id = f.field_id::VARCHAR "
+        "WHERE d.source = 'ukb' AND d.kind = 'field'"
+    )
+    assert known.by_docno == {d: (f, t, n) for d, f, t, n in documents}
+    assert known.docno_of == {f: d for d, f, _, _ in documents}
+    assert ukb_fields(release) is known  # loaded once per opened release
