@@ -83,17 +83,22 @@ def test_the_build_widens_an_index_until_it_finds_the_probes_neighbours(
     assert served.breadth == breadth and served.rescore_count(PROBE_DEPTH) == breadth
 
 
+@pytest.mark.parametrize("backend", ["usearch", "hnswlib"])
 def test_widening_stops_after_its_last_doubling(
-    tmp_path: Path, indexed: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    indexed: tuple[np.ndarray, np.ndarray],
+    monkeypatch: pytest.MonkeyPatch,
+    backend: str,
 ) -> None:
     data, probes = indexed
     monkeypatch.setattr(ann_breadth, "PROBE_MIN_RECALL", 1.01)  # no breadth is enough
-    graph = tmp_path / "g.usearch"
-    build_ann_index(data, KEYS, graph, "usearch", expansion_search=16)
+    graph = tmp_path / f"g.{backend}"
+    build_ann_index(data, KEYS, graph, backend, expansion_search=16)
     breadth, reached = widen(graph, data, KEYS, probes)
     assert breadth == 16 * 2**WIDEN_STEPS and reached <= 1.0
     assert read_sidecar(graph)["params"]["expansion_search"] == breadth
-    assert open_ann_index(graph)._index.expansion_search == breadth  # the graph's beam
+    served = open_ann_index(graph)._index  # the graph's beam, as serving opens it
+    assert (served.expansion_search if backend == "usearch" else served.ef) == breadth
 
 
 def test_probes_are_other_sources_documents(tmp_path: Path) -> None:
