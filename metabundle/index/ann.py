@@ -178,6 +178,8 @@ class AnnIndex(ABC):
     the index finds enough true neighbours (:mod:`metabundle.index.ann_breadth`)."""
 
     backend: str
+    default_breadth = 64
+    """The breadth of a sidecar that names none."""
 
     def __init__(self, path: Path, info: dict[str, Any]) -> None:
         self.path = path
@@ -201,13 +203,14 @@ class AnnIndex(ABC):
     @property
     def breadth(self) -> int:
         """How widely a search looks (see the class docstring)."""
-        return int(self.info["params"][BREADTH_PARAMS[self.backend]])
+        params = self.info.get("params", {})
+        return int(params.get(BREADTH_PARAMS[self.backend], self.default_breadth))
 
     def set_breadth(self, breadth: int) -> None:
         """Search ``breadth`` wide from now on (the sidecar is not touched)."""
         if breadth < 1:
             raise ValueError(f"a search breadth must be at least 1, not {breadth}")
-        self.info = {**self.info, "params": {**self.info["params"]}}
+        self.info = {**self.info, "params": {**self.info.get("params", {})}}
         self.info["params"][BREADTH_PARAMS[self.backend]] = int(breadth)
         self._widen(int(breadth))
 
@@ -269,8 +272,7 @@ class _UsearchIndex(AnnIndex):
         from usearch.index import Index
 
         super().__init__(path, info)
-        expansion = int(info.get("params", {}).get("expansion_search", 64))
-        index = Index.restore(os.fspath(path), view=True, expansion_search=expansion)
+        index = Index.restore(os.fspath(path), view=True, expansion_search=self.breadth)
         if index is None:
             raise ValueError(f"{path} is not a usearch index")
         self._index = index
@@ -292,7 +294,7 @@ class _HnswlibIndex(AnnIndex):
         super().__init__(path, info)
         index = hnswlib.Index(space=str(info.get("space", "ip")), dim=self.dimension)
         index.load_index(os.fspath(path))  # reads the whole file into RAM
-        index.set_ef(int(info.get("params", {}).get("expansion_search", 64)))
+        index.set_ef(self.breadth)
         index.set_num_threads(1)
         self._index = index
 
@@ -325,6 +327,7 @@ class _BitscanIndex(AnnIndex):
     (``cos(pi * h / bits)``)."""
 
     backend = "bitscan"
+    default_breadth = BITSCAN_POOL
 
     def __init__(self, path: Path, info: dict[str, Any]) -> None:
         super().__init__(path, info)
@@ -336,7 +339,7 @@ class _BitscanIndex(AnnIndex):
         self._keys = plain[0].view(np.int64)
         self._words = plain[1:]
         self._mean = np.asarray(info["mean"], dtype=np.float32)
-        self._pool = int(info.get("params", {}).get("rescore_pool", BITSCAN_POOL))
+        self._pool = self.breadth
 
     def _widen(self, breadth: int) -> None:
         self._pool = breadth

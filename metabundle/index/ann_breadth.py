@@ -23,9 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from metabundle.index.ann import (
-    BREADTH_PARAMS,
     open_ann_index,
-    read_sidecar,
     recall_at_10,
     unit_rows,
     write_sidecar,
@@ -69,8 +67,6 @@ def widen(
             break
         index.set_breadth(2 * index.breadth)
         recall = recall_at_10(index, matrix, keys, queries, PROBE_DEPTH)
-    info = read_sidecar(path)
-    info["params"][BREADTH_PARAMS[index.backend]] = index.breadth
-    info["probe_recall"] = {"probes": len(queries), "depth": PROBE_DEPTH, "recall_at_10": recall}
-    write_sidecar(path, info)
+    probed = {"probes": len(queries), "depth": PROBE_DEPTH, "recall_at_10": recall}
+    write_sidecar(path, {**index.info, "probe_recall": probed})  # info holds the breadth
     return index.breadth, recall
