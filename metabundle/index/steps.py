@@ -2,8 +2,8 @@
 
 1. :func:`build_search_docs` unions every source's ``search_doc`` rows and numbers
    them (``docno``) in ``doc_id`` order.
-2. :func:`build_keyword_index` computes the FTS tables and the memory-mapped keyword
-   arrays.
+2. :func:`build_keyword_index` computes the FTS tables, the memory-mapped keyword
+   arrays and the title words of the title-similarity fallback.
 3. :func:`plan_embedding_shards` assigns each distinct ``embed_text`` to one shard of
    its source (the first document carrying it decides); :func:`embed_shard` fills the
    content-addressed embedding cache with one shard's texts (shards run in parallel
@@ -50,6 +50,7 @@ from metabundle.index.embed import (
 )
 from metabundle.index.fts import bm25_macro_sql
 from metabundle.index.fts_build import build_fts_tables, write_keyword_arrays
+from metabundle.index.title_words import title_words_sql
 from metabundle.index.variants import (
     mine_abbreviations,
     spelling_pairs,
@@ -235,19 +236,26 @@ def build_keyword_index(
 ) -> SearchStage:
     """FTS tables (release tables) and keyword arrays (``fts/`` in the release), with
     the term variants the documents define (:mod:`metabundle.index.variants`)."""
-    key = _key("keyword", docs.key)
+    key = _key("keyword", docs.key, "title-words")
 
     def make(folder: Path) -> SearchStage:
         table = pq.read_table(docs.table("search_doc"), columns=["docno", "title", "body"])
         tables = build_fts_tables(table)
         with connect() as con:
             abbreviations = mine_abbreviations(con, docs.table("search_doc"))
+            title_words = stage_table(
+                "search_title_word",
+                con.sql(title_words_sql(docs.table("search_doc"))),
+                folder / "search_title_word.parquet",
+                con=con,
+            )
         spellings = spelling_pairs(tables["fts_term"]["term"].to_pylist())
         tables["fts_variant"] = variant_table(abbreviations, spellings)
         staged = {
             name: str(stage_table(name, tables[name], folder / f"{name}.parquet").path)
             for name in FTS_TABLES
         }
+        staged["search_title_word"] = str(title_words.path)
         arrays = folder / "fts"
         write_keyword_arrays(tables, arrays)
         write_variants(tables["fts_variant"], arrays)
@@ -256,13 +264,15 @@ def build_keyword_index(
         postings = tables["fts_posting"].num_rows
         report(
             f"keyword index: {terms:,} terms, {postings:,} postings, "
-            f"{len(abbreviations):,} abbreviations, {len(spellings):,} spelling pairs"
+            f"{len(abbreviations):,} abbreviations, {len(spellings):,} spelling pairs, "
+            f"{title_words.rows:,} title words"
         )
         info = {
             "fts_terms": terms,
             "fts_postings": postings,
             "fts_abbreviations": len(abbreviations),
             "fts_spellings": len(spellings),
+            "title_words": title_words.rows,
         }
         return SearchStage("keyword", key, False, staged, files, info)
 

@@ -48,13 +48,13 @@ LOOKUP_INDEXES: dict[str, tuple[tuple[str, ...], ...]] = {
         ),
     ),
 }
-_ARRAY_TYPES = (ColumnType.STRING_LIST, ColumnType.JSON, ColumnType.VECTOR)
+_ARRAY_TYPES = (ColumnType.STRING_LIST, ColumnType.INT32_LIST, ColumnType.JSON, ColumnType.VECTOR)
 
 
 def _sqlite_expression(column_name: str, kind: ColumnType) -> str:
     name = quote_identifier(column_name)
     match kind:
-        case ColumnType.STRING_LIST | ColumnType.VECTOR:
+        case ColumnType.STRING_LIST | ColumnType.INT32_LIST | ColumnType.VECTOR:
             return f"CAST(to_json({name}) AS VARCHAR)"
         case ColumnType.DATE:
             return f"strftime({name}, '%Y-%m-%d')"

@@ -21,6 +21,7 @@ _SQLITE_TYPES: dict[ColumnType, str] = {
     ColumnType.TIMESTAMP: "TEXT",
     ColumnType.JSON: "TEXT",
     ColumnType.STRING_LIST: "TEXT",
+    ColumnType.INT32_LIST: "TEXT",
     ColumnType.VECTOR: "BLOB",
 }
 
@@ -35,6 +36,7 @@ _FRICTIONLESS_TYPES: dict[ColumnType, str] = {
     ColumnType.TIMESTAMP: "datetime",
     ColumnType.JSON: "object",
     ColumnType.STRING_LIST: "array",
+    ColumnType.INT32_LIST: "array",
     ColumnType.VECTOR: "array",
 }
 
@@ -60,6 +62,8 @@ def arrow_type(column: Column, table: Table) -> pa.DataType:
             return pa.timestamp("us", tz="UTC")
         case ColumnType.STRING_LIST:
             return pa.list_(pa.string())
+        case ColumnType.INT32_LIST:
+            return pa.list_(pa.int32())
         case ColumnType.VECTOR:
             if table.vector_dimension is None:
                 return pa.list_(pa.float32())
@@ -88,6 +92,8 @@ def duckdb_type(column: Column, table: Table) -> str:
             return "TIMESTAMPTZ"
         case ColumnType.STRING_LIST:
             return "VARCHAR[]"
+        case ColumnType.INT32_LIST:
+            return "INTEGER[]"
         case ColumnType.VECTOR:
             if table.vector_dimension is None:
                 return "FLOAT[]"

@@ -24,6 +24,7 @@ class ColumnType(StrEnum):
     TIMESTAMP = "timestamp"
     JSON = "json"
     STRING_LIST = "string_list"
+    INT32_LIST = "int32_list"
     VECTOR = "vector"
 
 

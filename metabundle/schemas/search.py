@@ -9,6 +9,7 @@ from metabundle.schemas.sources import DESCRIPTORS, source_list
 
 S, I32, I64, F64 = ColumnType.STRING, ColumnType.INT32, ColumnType.INT64, ColumnType.FLOAT64
 B, SL, V = ColumnType.BOOL, ColumnType.STRING_LIST, ColumnType.VECTOR
+I32L = ColumnType.INT32_LIST
 
 COLUMNAR = frozenset({Target.DUCKDB, Target.PARQUET})
 
@@ -111,6 +112,28 @@ SEARCH_IDENTIFIER = Table(
         Column("docno", I32, "Document it resolves to (search_doc.docno).", nullable=False),
     ),
     primary_key=("identifier", "docno"),
+    targets=COLUMNAR,
+    hidden=True,
+)
+
+SEARCH_TITLE_WORD = Table(
+    name="search_title_word",
+    source="metabundle",
+    description="Every word of the lower-cased titles of search documents (split at "
+    "each character other than a-z and 0-9, two characters or more), per source, with "
+    "the documents whose title holds it: what the title-similarity fallback compares a "
+    "query's words with, so that it reads only the titles holding a close word.",
+    columns=(
+        Column("source", S, "Source of the documents (search_doc.source).", nullable=False),
+        Column("word", S, "A title word.", nullable=False),
+        Column(
+            "docnos",
+            I32L,
+            "Documents whose title holds the word (search_doc.docno), ascending.",
+            nullable=False,
+        ),
+    ),
+    primary_key=("source", "word"),
     targets=COLUMNAR,
     hidden=True,
 )
@@ -235,6 +258,7 @@ EMBEDDING = Table(
 register(
     SEARCH_DOC,
     SEARCH_IDENTIFIER,
+    SEARCH_TITLE_WORD,
     FTS_TERM,
     FTS_POSTING,
     FTS_DOC,

@@ -52,6 +52,15 @@ def keyword_instead(cause: str) -> ToolError:
     return ToolError(EMBEDDINGS_UNAVAILABLE, f"{cause}; use method=keyword.", cause=cause)
 
 
+def release_outdated(part: str, reads: str) -> ToolError:
+    """``release_damaged`` for a release built before ``part`` existed."""
+    return ToolError(
+        RELEASE_DAMAGED,
+        f"This release has no {part} (metabundle {__version__} reads {reads} from it); "
+        "rebuild it or download a current release.",
+    )
+
+
 class Release:
     """A release opened read-only for searching."""
 
@@ -161,11 +170,7 @@ class Release:
     def doc_rows(self) -> DocRows:
         """The shown ``search_doc`` columns, row ``i`` = docno ``i``, memory-mapped."""
         if DOC_ROWS_FILE not in self._files:
-            raise ToolError(
-                RELEASE_DAMAGED,
-                f"This release has no {DOC_ROWS_FILE} (metabundle {__version__} reads search "
-                "results from it); rebuild it or download a current release.",
-            )
+            raise release_outdated(DOC_ROWS_FILE, "search results")
         table = DocRows(self._checked_file(self.path / DOC_ROWS_FILE))
         if table.num_rows != self.n_docs:
             raise ToolError(

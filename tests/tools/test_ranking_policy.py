@@ -230,8 +230,10 @@ best AS (
     WHERE length(token) > 1 GROUP BY ALL
 )
 SELECT docno, greatest(jaro_winkler_similarity(title, ?), coalesce(round(b.words, 9), 0.0))
-FROM scope LEFT JOIN (SELECT docno, avg(similarity) AS words FROM best GROUP BY docno) b
+FROM scope JOIN (SELECT docno, avg(similarity) AS words, max(similarity) AS closest
+                 FROM best GROUP BY docno) b
 USING (docno)
+WHERE b.closest >= ?
 """
 
 
@@ -242,13 +244,19 @@ USING (docno)
 def test_the_title_fallback_finds_what_comparing_every_title_finds(
     release: Release, query: str
 ) -> None:
-    """The fallback compares each distinct title word with the query's words once and
-    looks up only the close ones; it finds the titles, with the similarities, that the
-    rule computed over every title word of every title finds."""
+    """The fallback reads only the titles holding a word close to one of the query's
+    words (through the release's title words) and compares each distinct word of theirs
+    once; it finds the titles, with the similarities, that the rule computed over every
+    word of every title finds."""
     aou = mask_from_sql(release, "source = 'aou'", [])
     found = title_candidates(release, query, aou, AOU_CATALOG)
     plain = release.query(
-        PLAIN_TITLE_SIMILARITY, [query_words(query), " ".join(query.lower().split())]
+        PLAIN_TITLE_SIMILARITY,
+        [
+            query_words(query),
+            " ".join(query.lower().split()),
+            AOU_CATALOG.title_similarity_min,
+        ],
     )
     kept = sorted(
         ((int(d), s) for d, s in plain if s >= AOU_CATALOG.title_similarity_min),
@@ -258,3 +266,38 @@ def test_the_title_fallback_finds_what_comparing_every_title_finds(
     assert [round(s, 9) for _, s in found] == [round(s, 9) for _, s in kept[: len(found)]]
     top = {d for d, s in kept if s > found[-1][1] + 1e-9}  # above the cut, ties aside
     assert top <= {d for d, _ in found}
+
+
+def test_a_title_holding_no_close_word_is_no_fallback_candidate(release: Release) -> None:
+    """The title "Addiction" is as close to "ADHD medications" as a whole string as the
+    threshold asks, yet holds no word close to either query word: the fallback leaves
+    it out and still finds the ADHD medication question."""
+    aou = mask_from_sql(release, "source = 'aou'", [])
+    ((addiction, whole),) = release.query(
+        "SELECT docno, jaro_winkler_similarity(lower(title), 'adhd medications') "
+        "FROM search_doc WHERE source = 'aou' AND title = 'Addiction'"
+    )
+    assert whole >= AOU_CATALOG.title_similarity_min
+    found = dict(title_candidates(release, "ADHD medications", aou, AOU_CATALOG))
+    assert addiction not in found
+    titles = {r["docno"]: r["title"] for r in release.shown_rows(found, ["docno", "title"])}
+    assert any("(ADHD)" in title for title in titles.values())
+
+
+def test_the_title_words_hold_every_word_of_every_title(release: Release) -> None:
+    """``search_title_word`` lists, per source and word, exactly the documents whose
+    title holds the word, as the fallback splits titles."""
+    ((missing, extra, words),) = release.query(
+        """
+        WITH plain AS (
+            SELECT DISTINCT source, unnest(regexp_split_to_array(lower(title), '[^a-z0-9]+'))
+                AS word, docno
+            FROM search_doc
+        ), kept AS (SELECT * FROM plain WHERE length(word) > 1),
+        listed AS (SELECT source, word, unnest(docnos) AS docno FROM search_title_word)
+        SELECT (SELECT count(*) FROM (SELECT * FROM kept EXCEPT SELECT * FROM listed)),
+               (SELECT count(*) FROM (SELECT * FROM listed EXCEPT SELECT * FROM kept)),
+               (SELECT count(*) FROM search_title_word)
+        """
+    )
+    assert (missing, extra) == (0, 0) and words > 10_000

@@ -12,13 +12,15 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
+from metabundle.index.title_words import MIN_WORD_LENGTH, split_title
 from metabundle.index.tokenizer import STOP_WORDS, tokenize
 from metabundle.schemas.search import doc_id
 from metabundle.search.ranking.policies import Fusion, Policy
-from metabundle.search.release import Release
+from metabundle.search.release import Release, release_outdated
 from metabundle.search.retrieval import Hit, normalize_identifier
 
 Pairs = list[tuple[int, float]]
@@ -26,13 +28,13 @@ Rows = dict[int, dict[str, Any]]
 
 # -- candidates: the title-similarity fallback ------------------------------------------
 
-TITLE_SIMILARITY = """
+TITLE_SIMILARITY = f"""
 WITH words AS (SELECT DISTINCT unnest(?::VARCHAR[]) AS word),
 titles AS (SELECT docno, lower(title) AS title FROM search_doc SEMI JOIN title_scope USING (docno)),
-tokens AS (SELECT docno, unnest(regexp_split_to_array(title, '[^a-z0-9]+')) AS token FROM titles),
+tokens AS (SELECT docno, unnest({split_title("title")}) AS token FROM titles),
 close AS (
     SELECT token, word, jaro_winkler_similarity(word, token) AS similarity
-    FROM (SELECT DISTINCT token FROM tokens WHERE length(token) > 1), words
+    FROM (SELECT DISTINCT token FROM tokens WHERE length(token) >= {MIN_WORD_LENGTH}), words
     WHERE jaro_winkler_similarity(word, token) >= ?
 ),
 best AS (
@@ -50,14 +52,22 @@ scored AS (
 SELECT docno, greatest(whole, words) AS similarity FROM scored WHERE similarity >= ?
 ORDER BY similarity DESC, whole DESC, docno LIMIT ?
 """
-"""A title's similarity to the query: the Jaro-Winkler similarity of the two, or the
-mean over the query's words of each word's best similarity to a title word, whichever
-is higher. A title reaches the threshold on its words only if every word has a title
-word at least ``threshold * words - (words - 1)`` close (the others count 1 at most), so
-each distinct title word is compared with the query's words once and only those close
-words are looked up in the titles; a title without them can pass on its whole. The mean
-is rounded to nine places, so that titles as close as each other tie (and are ordered
-by their whole similarity, then docno) whatever order the mean was summed in."""
+"""A title's similarity to the query, over the titles in ``title_scope``: the
+Jaro-Winkler similarity of the two, or the mean over the query's words of each word's
+best similarity to a title word, whichever is higher. A title reaches the threshold on
+its words only if every word has a title word at least ``threshold * words - (words -
+1)`` close (the others count 1 at most), so each distinct title word is compared with
+the query's words once and only those close words are looked up in the titles. The
+mean is rounded to nine places, so that titles as close as each other tie (and are
+ordered by their whole similarity, then docno) whatever order the mean was summed in."""
+
+TITLES_WITH_A_CLOSE_WORD = """
+SELECT DISTINCT unnest(docnos) AS docno
+FROM search_title_word, (SELECT unnest(?::VARCHAR[]) AS query_word)
+WHERE source IN (SELECT unnest(?::VARCHAR[])) AND jaro_winkler_similarity(query_word, word) >= ?
+"""
+"""The documents of the given sources whose title holds a word at least the threshold
+close to one of the query's words (``search_title_word``: one row per distinct word)."""
 
 
 def query_words(query: str) -> list[str]:
@@ -81,13 +91,36 @@ def title_candidates(
 ) -> Pairs:
     """Up to ``policy.title_pool`` documents whose title is close to the query, best
     first: the Jaro-Winkler similarity of query and title, or the mean over the query's
-    words of their best Jaro-Winkler similarity to a title word, whichever is higher."""
-    scope = np.flatnonzero(mask) if mask is not None else np.arange(release.n_docs)
+    words of their best Jaro-Winkler similarity to a title word, whichever is higher.
+
+    Only titles holding a word at least the threshold close to one of the query's words
+    are compared. A title that reaches the threshold on its words holds one (their mean
+    does); one that holds none can reach it only as a whole string, by chance ("ADHD
+    medications" and "Addiction", 0.88). Those titles are found through the release's
+    title words, so a fallback reads the titles that hold a close word, not every
+    title of its sources. A query without a word of three letters or more (that is not
+    a stop word) has no fallback candidates."""
     words = query_words(query)
+    if not words:
+        return []
     threshold = policy.title_similarity_min
     closest_needed = threshold * len(words) - (len(words) - 1) - 1e-9
+    sources = [
+        source
+        for source, docnos in release.source_ranges.items()
+        if mask is None or mask[docnos.start : docnos.stop].any()
+    ]
     with release.cursor() as cur:
-        cur.register("title_scope", pa.table({"docno": scope.astype(np.int32)}))
+        try:
+            found = cur.execute(TITLES_WITH_A_CLOSE_WORD, [words, sources, threshold])
+        except duckdb.CatalogException:
+            raise release_outdated("the search_title_word table", "the title fallback") from None
+        scope = np.sort(np.asarray(found.fetchnumpy()["docno"], dtype=np.int32))
+        if mask is not None:
+            scope = scope[mask[scope]]
+        if not scope.size:
+            return []
+        cur.register("title_scope", pa.table({"docno": scope}))
         rows = cur.execute(
             TITLE_SIMILARITY,
             [
