@@ -9,6 +9,13 @@ from pathlib import Path
 from metabundle.db import connect
 from metabundle.schemas import Table, duckdb_comments, duckdb_ddl, quote_identifier
 
+# Columns serving looks rows up by that lead a composite primary key: DuckDB answers an
+# equality filter from an ART index of that one column only (the key's own index is not
+# used), and otherwise reads a whole row group (122,880 rows) per lookup.
+LOOKUP_INDEXES: dict[str, tuple[str, ...]] = {
+    "search_identifier": ("identifier",),
+}
+
 
 def write_duckdb(
     path: Path,
@@ -27,6 +34,12 @@ def write_duckdb(
                 f"INSERT INTO {quote_identifier(table.name)} "
                 f"SELECT * FROM read_parquet('{parquet}')"
             )
+            for column in LOOKUP_INDEXES.get(table.name, ()):
+                index = quote_identifier(f"{table.name}_by_{column}")
+                con.execute(
+                    f"CREATE INDEX {index} ON {quote_identifier(table.name)} "
+                    f"({quote_identifier(column)})"
+                )
             report(f"duckdb: {table.name}")
         for statement in macros:
             con.execute(statement)
