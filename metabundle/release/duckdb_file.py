@@ -9,11 +9,15 @@ from pathlib import Path
 from metabundle.db import connect
 from metabundle.schemas import Table, duckdb_comments, duckdb_ddl, quote_identifier
 
-# Columns serving looks rows up by that lead a composite primary key: DuckDB answers an
-# equality filter from an ART index of that one column only (the key's own index is not
-# used), and otherwise reads a whole row group (122,880 rows) per lookup.
-LOOKUP_INDEXES: dict[str, tuple[str, ...]] = {
-    "search_identifier": ("identifier",),
+# What serving looks rows up by, as index name -> SQL expression, per table. DuckDB
+# answers an equality filter from an ART index of one column or expression only: the
+# composite primary key's index does not serve a lookup by its first column, and a
+# filter on ``lower(name)`` otherwise reads every row (a whole row group, or the whole
+# table) per lookup.
+LOOKUP_INDEXES: dict[str, dict[str, str]] = {
+    "search_identifier": {"identifier": "identifier"},
+    "omop_concept": {"lower_name": "lower(concept_name)", "lower_code": "lower(concept_code)"},
+    "omop_concept_synonym": {"lower_name": "lower(concept_synonym_name)"},
 }
 
 
@@ -34,11 +38,10 @@ def write_duckdb(
                 f"INSERT INTO {quote_identifier(table.name)} "
                 f"SELECT * FROM read_parquet('{parquet}')"
             )
-            for column in LOOKUP_INDEXES.get(table.name, ()):
-                index = quote_identifier(f"{table.name}_by_{column}")
+            for name, expression in LOOKUP_INDEXES.get(table.name, {}).items():
+                index = quote_identifier(f"{table.name}_by_{name}")
                 con.execute(
-                    f"CREATE INDEX {index} ON {quote_identifier(table.name)} "
-                    f"({quote_identifier(column)})"
+                    f"CREATE INDEX {index} ON {quote_identifier(table.name)} (({expression}))"
                 )
             report(f"duckdb: {table.name}")
         for statement in macros:

@@ -92,29 +92,30 @@ def lookup_table(release: Release, name: str, *, by_other_key: bool) -> str:
 
 
 def concepts_by_id(release: Release, ids: Iterable[int]) -> dict[int, dict[str, Any]]:
-    """Concept rows of ``ids`` present in the release, keyed by id."""
+    """Concept rows of ``ids`` present in the release, keyed by id. ``list_contains``
+    lets DuckDB read them through the primary key's index (``IN (SELECT unnest(...))``
+    is a join that reads the whole table)."""
     wanted = list(dict.fromkeys(int(i) for i in ids))
     if not wanted:
         return {}
     rows = release.query_dicts(
         f"SELECT {CONCEPT_COLUMNS} FROM omop_concept c "
-        "WHERE c.concept_id IN (SELECT unnest(?::BIGINT[]))",
+        "WHERE list_contains(?::BIGINT[], c.concept_id)",
         [wanted],
     )
     return {int(r["concept_id"]): r for r in rows}
 
 
 def concepts_by_docno(release: Release, docnos: list[int]) -> dict[int, dict[str, Any]]:
-    """Concept rows of concept documents, keyed by docno."""
-    if not docnos:
-        return {}
-    rows = release.query_dicts(
-        f"SELECT d.docno, {CONCEPT_COLUMNS} FROM search_doc d "
-        "JOIN omop_concept c ON c.concept_id = TRY_CAST(d.entity_id AS BIGINT) "
-        "WHERE d.source = 'omop' AND d.docno IN (SELECT unnest(?::INTEGER[]))",
-        [list(docnos)],
-    )
-    return {int(r.pop("docno")): r for r in rows}
+    """Concept rows of concept documents, keyed by docno: the documents' concept ids
+    from the release's rows file, their rows by :func:`concepts_by_id`."""
+    concept_of = {
+        int(row["docno"]): int(row["entity_id"])
+        for row in release.shown_rows(docnos, ["docno", "source", "entity_id"])
+        if row["source"] == "omop" and str(row["entity_id"]).isdigit()
+    }
+    rows = concepts_by_id(release, concept_of.values())
+    return {docno: dict(rows[c]) for docno, c in concept_of.items() if c in rows}
 
 
 def concept_docno(release: Release, concept_id: int) -> int | None:
