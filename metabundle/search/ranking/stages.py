@@ -98,10 +98,12 @@ def title_candidates(
     does); one that holds none can reach it only as a whole string, by chance ("ADHD
     medications" and "Addiction", 0.88). Those titles are found through the release's
     title words, so a fallback reads the titles that hold a close word, not every
-    title of its sources. A query without a word of three letters or more (that is not
-    a stop word) has no fallback candidates."""
+    title of its sources. A query without a word of three letters or more that is not
+    a stop word ("No") can match only as a whole; its candidates are the titles holding
+    a word close to one of its shorter words."""
     words = query_words(query)
-    if not words:
+    near = words or [w for w in re.split(r"[^a-z0-9]+", query.lower()) if w]
+    if not near:
         return []
     threshold = policy.title_similarity_min
     closest_needed = threshold * len(words) - (len(words) - 1) - 1e-9
@@ -112,7 +114,7 @@ def title_candidates(
     ]
     with release.cursor() as cur:
         try:
-            found = cur.execute(TITLES_WITH_A_CLOSE_WORD, [words, sources, threshold])
+            found = cur.execute(TITLES_WITH_A_CLOSE_WORD, [near, sources, threshold])
         except duckdb.CatalogException:
             raise release_outdated("the search_title_word table", "the title fallback") from None
         scope = np.sort(np.asarray(found.fetchnumpy()["docno"], dtype=np.int32))
