@@ -55,6 +55,7 @@ class Hit:
     boost: float = 0.0
     boost_reason: str | None = None
     prior: str | None = None  # the prior that placed this hit, if any
+    prior_bonus: float = 0.0  # what a prior added to the fused score
 
     def scores(self) -> dict[str, Any]:
         """The short breakdown most payloads show."""
@@ -78,6 +79,7 @@ class Hit:
             "boost": self.boost,
             "boost_reason": self.boost_reason,
             "prior": self.prior,
+            "prior_bonus": round(self.prior_bonus, 6),
         }
 
 

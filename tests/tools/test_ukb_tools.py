@@ -124,6 +124,7 @@ def test_retrieval_block_names_the_policy_and_explains_it_on_request(release: Re
         "semantic_scaling": "min_max",
         "keyword_scaling": "over_ideal_bm25",
         "title_match": 0.2,
+        "participants_prior": 0.2,
     }
     assert block["explain"]["stages"]["boosts"] == {"id": FIELD_ID_BOOST, "alias": ALIAS_BOOST}
     formula = block["explain"]["score_formula"]
@@ -139,7 +140,8 @@ def test_retrieval_block_names_the_policy_and_explains_it_on_request(release: Re
                 0.3 * (s["keyword"] or 0)
                 + 0.7 * s["semantic_scaled"]
                 + 0.2 * s["title_match"]
-                + 1.2 * s["boost"]
+                + 1.2 * s.get("boost", 0)
+                + s["prior_bonus"]
             )
             assert s["score"] == pytest.approx(expected, abs=1e-5)
     scores = [item["scores"]["score"] for item in payload["results"]]
@@ -154,7 +156,7 @@ def test_keyword_and_semantic_explain_their_own_rules(release: Release) -> None:
     semantic = search(release, "sex of participant", method="semantic", explain=True)
     assert semantic["retrieval"]["weights"] is None
     assert semantic["retrieval"]["explain"]["stages"]["boosts"] is None
-    assert all(item["scores"]["boost"] == 0 for item in semantic["results"])
+    assert not any("boost" in item["scores"] for item in semantic["results"])
 
 
 def test_hybrid_degrades_to_keyword_and_semantic_fails_without_embeddings(
@@ -485,6 +487,43 @@ def test_a_query_that_names_the_qualifier_finds_the_companion(
     assert field_ids(release, "glucose missing reason")[0] == 30745
 
 
+@pytest.mark.parametrize(
+    ("query", "whole_cohort", "subset"),
+    [
+        ("diastolic blood pressure", 4079, 12698),  # 476,035 participants against 88,456
+        ("systolic blood pressure", 4080, 12697),  # 476,030 against 88,454
+    ],
+)
+@FIELD_LISTS
+def test_a_field_of_the_whole_cohort_ranks_above_a_subsets_field(
+    release: Release, query: str, whole_cohort: int, subset: int, field_ids: Any
+) -> None:
+    ids = field_ids(release, query)
+    assert whole_cohort in ids
+    assert subset not in ids or ids.index(whole_cohort) < ids.index(subset)
+
+
+def test_the_participants_prior_adds_its_share_in_hybrid_only(release: Release) -> None:
+    """``explain=true`` shows what the prior added to each score."""
+    from metabundle.search.ranking.policies import UKB_FIELDS
+    from metabundle.search.ranking.priors import ukb_fields
+
+    known = ukb_fields(release)
+    participants = {field: n for field, _title, n in known.by_docno.values()}
+    for method in ("hybrid", "keyword", "semantic"):
+        arguments = {"query": "blood pressure", "method": method, "explain": True}
+        payload = call_tool(release, "search_ukb_fields", arguments)
+        bonuses = {item["id"]: item["scores"]["prior_bonus"] for item in payload["results"]}
+        if method != "hybrid":
+            assert set(bonuses.values()) == {0.0}, method
+            continue
+        for field, bonus in bonuses.items():
+            share = participants[field] / known.most_participants
+            assert bonus == pytest.approx(UKB_FIELDS.participants_weight * share, abs=1e-6)
+        assert any(bonuses.values())
+        assert payload["retrieval"]["weights"]["participants_prior"] == 0.2
+
+
 @FIELD_LISTS
 def test_equal_titles_rank_by_participants(release: Release, field_ids: Any) -> None:
     ids = field_ids(release, "qualifications")
@@ -512,4 +551,6 @@ def test_the_priors_know_every_field_document_of_the_release(release: Release) -
     )
     assert known.by_docno == {d: (f, t, n) for d, f, t, n in documents}
     assert known.docno_of == {f: d for d, f, _, _ in documents}
+    most = release.query("SELECT max(num_participants) FROM ukb_field")[0][0]
+    assert known.most_participants == most
     assert ukb_fields(release) is known  # loaded once per opened release

@@ -127,6 +127,8 @@ def rank(
     apply_boosts([hits[d] for d in exact], rows, query, effective, policy)
     if effective == "hybrid" and policy.intents:
         apply_intents(hits, rows, query_intents(release, query, policy), policy)
+    if effective == "hybrid":
+        priors.add_participants(release, hits, policy)
     ordered = order(hits, exact, rows, policy)
     if policy.lookup_alone and exact and effective != "semantic" and is_lookup(query):
         ordered = drop_unrelated(ordered)

@@ -19,7 +19,8 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
 4. **boosts** (``boosts``): exact identifier (``id``) or alias (``alias``) matches
    add ``keyword weight × boost``;
 5. **intent signals** (``intents``, hybrid only): a small bonus to items of the data
-   type the query names in so many words;
+   type the query names in so many words; and (``participants_weight``, hybrid only)
+   a UK Biobank field's share of the most participants of any field, times the weight;
 6. **order**: by score, exact matches first (by ``exact_kind_order``, then by score
    when ``exact_by_score``, else in docno order), lifted so that no score rises as
    rank falls;
@@ -127,6 +128,7 @@ class Policy:
     intent_bonus: float = 0.0
     max_per_title: int | None = None
     priors: tuple[str, ...] = ()
+    participants_weight: float = 0.0  # hybrid: times a UK Biobank field's participant share
 
     @property
     def fields(self) -> dict[str, float]:
@@ -141,6 +143,8 @@ class Policy:
             weights = self.fusion.describe()
             if self.intent_bonus:
                 weights["intent_bonus"] = self.intent_bonus
+            if self.participants_weight:
+                weights["participants_prior"] = self.participants_weight
             return weights
         if method == "keyword" and self.keyword_fusion is not None:
             return self.keyword_fusion.describe()
@@ -178,6 +182,9 @@ class Policy:
             else None,
             "max_per_title": self.max_per_title,
             "priors": list(self.priors) or None,
+            "participants_prior": (self.participants_weight or None)
+            if method == "hybrid"
+            else None,
             "lookup_alone": self.lookup_alone and method != "semantic",
         }
         return {"policy": self.name, "score_formula": self.formula, "stages": stages}
@@ -220,9 +227,17 @@ _SEMANTIC_LED_FORMULA = (
     f"title terms); {_VARIANT_COSINE}"
 )
 _UKB_BOOSTS = MappingProxyType({"id": 2.0, "alias": 1.75})
+PARTICIPANTS_WEIGHT = 0.2
+"""Hybrid: a UK Biobank field's share of the most participants of any field, times this,
+is added to its fused score. Of two fields that match a query alike, the one measured
+on the whole cohort is the one a person usually means (4079 "Diastolic blood pressure,
+automated reading", 476k participants, before the pulse-wave subset's 12698, 88k);
+weights 0.1 to 0.5 measured (``benchmarks/README.md``, "UK Biobank participants")."""
 _UKB_PRIORS = ("main_field_before_companion", "equal_titles_by_participants")
 _UKB_PRIORS_TEXT = (
-    "a UK Biobank companion field's main field before it and fields of one title by participants"
+    f"in hybrid {PARTICIPANTS_WEIGHT} * a UK Biobank field's share of the most participants of "
+    "any field added to its score; a companion field's main field before it and fields of "
+    "one title by participants"
 )
 UKB_FIELDS = Policy(
     "ukb_fields",
@@ -235,6 +250,7 @@ UKB_FIELDS = Policy(
     exact_by_score=True,
     boosts=_UKB_BOOSTS,
     priors=_UKB_PRIORS,
+    participants_weight=PARTICIPANTS_WEIGHT,
     semantic_variants=True,
     lookup_alone=True,
 )
@@ -303,6 +319,7 @@ SEARCH_ALL = Policy(
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
     f"hit scoring 1 / ({RRF_K} + its round).",
     priors=_UKB_PRIORS,
+    participants_weight=PARTICIPANTS_WEIGHT,
     semantic_variants=True,
     lookup_alone=True,
 )

@@ -20,6 +20,10 @@ just before it.
 Both keep scores non-increasing down the list: a placed main field takes the score of
 the companion it precedes, equal-title fields exchange places and keep the scores of
 the places.
+
+**Participants** (the policy's ``participants_weight``, hybrid only, before the order
+is made). A field's share of the most participants any field has, times the weight, is
+added to its fused score (:data:`~.policies.PARTICIPANTS_WEIGHT`).
 """
 
 from __future__ import annotations
@@ -52,11 +56,13 @@ class Companions:
 class UkbFields:
     """What the priors read of a release's UK Biobank fields, loaded once per opened
     release (a query joining ``search_doc`` to ``ukb_field`` per search cost 4-10 ms):
-    docno → (field id, title, participants), field id → docno, and the companions."""
+    docno → (field id, title, participants), field id → docno, the companions and the
+    most participants of a field."""
 
     by_docno: dict[int, tuple[int, str, int]]
     docno_of: dict[int, int]
     companions: Companions
+    most_participants: int  # the most participants any field has (0 when none says)
 
 
 _CACHE: weakref.WeakKeyDictionary[Release, UkbFields] = weakref.WeakKeyDictionary()
@@ -115,10 +121,30 @@ def ukb_fields(release: Release) -> UkbFields:
             by_docno={int(d): (int(f), t, int(n or 0)) for f, t, _, n, d in rows if d is not None},
             docno_of={int(f): int(d) for f, _, _, _, d in rows if d is not None},
             companions=mine_companions([(int(f), t, c, n) for f, t, c, n, _ in rows]),
+            most_participants=max((int(n or 0) for _, _, _, n, _ in rows), default=0),
         )
         with _LOCK:
             _CACHE[release] = found
     return found
+
+
+def add_participants(release: Release, hits: dict[int, Hit], policy: Policy) -> None:
+    """Add each UK Biobank field's share of the most participants, times the policy's
+    ``participants_weight``, to its score (``prior_bonus``)."""
+    if not policy.participants_weight:
+        return
+    documents = release.source_ranges.get("ukb", range(0))
+    if not any(docno in documents for docno in hits):
+        return
+    known = ukb_fields(release)
+    most = known.most_participants
+    if most <= 0:
+        return
+    for docno, hit in hits.items():
+        field = known.by_docno.get(docno)
+        if field is not None and field[2] > 0:
+            hit.prior_bonus = policy.participants_weight * field[2] / most
+            hit.score += hit.prior_bonus
 
 
 def apply(

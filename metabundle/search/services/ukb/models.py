@@ -11,8 +11,9 @@ from metabundle.search.services.omop.models import LinkedConcept
 
 
 class FieldScores(ResponseModel):
-    """A hit's signals as UK Biobank answers show them; null signals are left out
-    (``keyword`` is BM25 over the query's best, ``keyword_bm25`` the BM25 itself)."""
+    """A hit's signals as UK Biobank answers show them; null signals and a zero boost are
+    left out (``keyword`` is BM25 over the query's best, ``keyword_bm25`` the BM25
+    itself)."""
 
     score: float
     keyword: float | None = None
@@ -20,9 +21,10 @@ class FieldScores(ResponseModel):
     semantic_scaled: float
     semantic: float | None = None
     title_match: float
-    boost: float
+    boost: float | None = None  # an exact id or alias match's boost; left out when none
     boost_reason: str | None = None
     exact_match: bool
+    prior_bonus: float | None = None  # explain=true: what the participants prior added
     prior: str | None = None
 
 

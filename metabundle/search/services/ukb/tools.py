@@ -73,11 +73,13 @@ def truncate(text: str | None, limit: int) -> tuple[str | None, bool]:
     return text[: limit - 1] + "…", True
 
 
-def hit_scores(hit: Hit) -> FieldScores:
+def hit_scores(hit: Hit, explain: bool) -> FieldScores:
     """The hit's score breakdown as UK Biobank answers show it: ``keyword`` is BM25 over
     the query's best BM25 among fields (in hybrid: over its ideal BM25, see
     :class:`~metabundle.search.ranking.policies.Fusion`), ``keyword_bm25`` the BM25
-    itself, ``title_match`` the hybrid's title signal."""
+    itself, ``title_match`` the hybrid's title signal, ``boost`` only when an exact id
+    or alias added one; with ``explain``, ``prior_bonus`` is what the participants
+    prior added."""
     signals = hit.breakdown()
     scores = {
         "score": signals["score"],
@@ -86,9 +88,10 @@ def hit_scores(hit: Hit) -> FieldScores:
         "semantic_scaled": signals["semantic_scaled"],
         "semantic": signals["semantic"],
         "title_match": signals["title_match"],
-        "boost": signals["boost"],
+        "boost": signals["boost"] or None,
         "boost_reason": signals["boost_reason"],
         "exact_match": signals["exact_match"],
+        "prior_bonus": signals["prior_bonus"] if explain else None,
     }
     if hit.prior:
         scores["prior"] = hit.prior
@@ -161,7 +164,7 @@ def search_ukb_fields(release: Release, params: SearchUkbFieldsParams) -> FieldS
     results = []
     for position, hit in enumerate(hits, start=1):
         field_id = ids[hit.docno]
-        item = search_item(position, rows[field_id], hit_scores(hit))
+        item = search_item(position, rows[field_id], hit_scores(hit, params.explain))
         if hit.exact:
             alias = aliases.get(field_id)
             item.matched_alias = None if alias is None else MatchedAlias(**alias)
