@@ -9,12 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 MIN_WORD_LENGTH = 2
+WORD_SEPARATOR = "[^a-z0-9]+"
+"""What separates the words of a lower-cased title or query (a regular expression)."""
 
 
 def split_title(lowered: str) -> str:
     """SQL splitting the lower-cased title expression ``lowered`` into its words (empty
     strings and single characters included; callers keep :data:`MIN_WORD_LENGTH`)."""
-    return f"regexp_split_to_array({lowered}, '[^a-z0-9]+')"
+    return f"regexp_split_to_array({lowered}, '{WORD_SEPARATOR}')"
 
 
 def title_words_sql(search_doc: Path) -> str:

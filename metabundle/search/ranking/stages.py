@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from metabundle.index.title_words import MIN_WORD_LENGTH, split_title
+from metabundle.index.title_words import MIN_WORD_LENGTH, WORD_SEPARATOR, split_title
 from metabundle.index.tokenizer import STOP_WORDS, tokenize
 from metabundle.schemas.search import doc_id
 from metabundle.search.ranking.policies import Fusion, Policy
@@ -72,7 +72,7 @@ close to one of the query's words (``search_title_word``: one row per distinct w
 
 def query_words(query: str) -> list[str]:
     """The query's words of three or more letters that are not stop words."""
-    words = re.split(r"[^a-z0-9]+", query.lower())
+    words = re.split(WORD_SEPARATOR, query.lower())
     return [w for w in dict.fromkeys(words) if len(w) > 2 and w not in STOP_WORDS]
 
 
@@ -102,7 +102,7 @@ def title_candidates(
     a stop word ("No") can match only as a whole; its candidates are the titles holding
     a word close to one of its shorter words."""
     words = query_words(query)
-    near = words or [w for w in re.split(r"[^a-z0-9]+", query.lower()) if w]
+    near = words or [w for w in re.split(WORD_SEPARATOR, query.lower()) if w]
     if not near:
         return []
     threshold = policy.title_similarity_min
