@@ -49,7 +49,9 @@ def test_exact_identifier_ranks_first(release: Release) -> None:
     assert first["scores"]["score"] >= max(i["scores"]["score"] for i in payload["results"])
 
 
-@pytest.mark.parametrize("query", ["body mass index", "heart attack", "tumor status", "K92.2"])
+@pytest.mark.parametrize(
+    "query", ["body mass index", "heart attack", "tumor status", "K92.2", "age at menarche"]
+)
 def test_scores_never_rise_as_rank_falls(release: Release, query: str) -> None:
     results = call_tool(release, "search_all", {"query": query, "limit": 30})["results"]
     scores = [item["scores"]["score"] for item in results]
@@ -69,7 +71,7 @@ def test_an_identifier_found_exactly_has_nothing_unrelated_behind_it(
     semantic = call_tool(release, "search_all", {"query": query, "method": "semantic"})
     assert len(semantic["results"]) == 10
     assert any(i["scores"]["keyword"] is None for i in semantic["results"])
-    words = call_tool(release, "search_all", {"query": "body mass index", "limit": 30})
+    words = call_tool(release, "search_all", {"query": "body mass index", "sources": ["idc"]})
     assert any(i["scores"]["keyword"] is None for i in words["results"])  # words: not a lookup
     ukb = call_tool(release, "search_ukb_fields", {"query": "21001", "limit": 10})["results"]
     assert str(ukb[0]["id"]) == "21001" and all(
@@ -78,9 +80,63 @@ def test_an_identifier_found_exactly_has_nothing_unrelated_behind_it(
 
 
 def test_each_source_contributes_its_best_hits(release: Release) -> None:
+    """Every source that matches "heart attack" has its best hit in the first round;
+    IDC, whose collections hold neither word, comes after them."""
     payload = call_tool(release, "search_all", {"query": "heart attack", "limit": 10})
-    assert {item["source"] for item in payload["results"][:5]} == set(release.manifest["sources"])
+    first_round = [item["source"] for item in payload["results"][:4]]
+    assert sorted(first_round) == ["aou", "dbgap", "omop", "ukb"]
     assert payload["retrieval"]["merge"].startswith("each source ranked on its own")
+    semantic = call_tool(release, "search_all", {"query": "heart attack", "method": "semantic"})
+    assert {i["source"] for i in semantic["results"][:5]} == set(release.manifest["sources"])
+
+
+def _unmatched(item: dict, unrelated_cosine: float) -> bool:
+    scores = item["scores"]
+    return (
+        not scores["exact_match"]
+        and scores["keyword"] is None
+        and (scores["semantic"] is None or scores["semantic"] < unrelated_cosine)
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "sources"),
+    [
+        ("age at menarche", None),
+        ("heart attack", ["idc", "ukb"]),
+        ("heart attack", ["idc", "omop"]),
+    ],
+)
+def test_a_source_that_matches_nothing_comes_after_the_matches(
+    release: Release, query: str, sources: list[str] | None
+) -> None:
+    """From a source's first hit that no keyword term matches and that is no closer to
+    the query than unrelated documents are to each other, that source's hits come after
+    every other source's matched hits; each source keeps its own order."""
+    threshold = release.unrelated_cosine
+    assert threshold is not None
+    arguments = {"query": query, "limit": 50, **({"sources": sources} if sources else {})}
+    results = call_tool(release, "search_all", arguments)["results"]
+    tail_start: dict[str, int] = {}
+    for position, item in enumerate(results):
+        if _unmatched(item, threshold):
+            tail_start.setdefault(item["source"], position)
+    tails = [p for p, i in enumerate(results) if p >= tail_start.get(i["source"], len(results))]
+    heads = [p for p in range(len(results)) if p not in set(tails)]
+    assert tails and heads and max(heads) < min(tails)
+    for source in {i["source"] for i in results}:
+        alone = call_tool(release, "search_all", {"query": query, "sources": [source], "limit": 50})
+        ids = [i["id"] for i in results if i["source"] == source]
+        assert ids == [i["id"] for i in alone["results"]][: len(ids)]
+
+
+def test_a_question_one_source_answers_is_not_diluted_by_the_others(release: Release) -> None:
+    """Only dbGaP's data dictionaries name menarche in this build: its two menarche
+    variables come first, before any other source's nearest (and unrelated) titles."""
+    results = call_tool(release, "search_all", {"query": "age at menarche"})["results"]
+    assert [i["source"] for i in results[:2]] == ["dbgap", "dbgap"]
+    assert all("menarche" in i["title"].lower() for i in results[:2])
+    assert all(i["scores"]["keyword"] is not None for i in results)
 
 
 def test_versions_of_one_variable_collapse_and_say_so(release: Release) -> None:

@@ -1,6 +1,7 @@
 """``search_all``'s ranking: each source ranked on its own by :data:`~.policies.SEARCH_ALL`,
 children folded into their parents (a source's ``folded_kinds``), versions of one
-entity collapsed, then the sources interleaved by rank."""
+entity collapsed, then the sources interleaved by rank, each source's unmatched tail
+after every source's matches (``unmatched_last``)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,24 @@ import numpy as np
 from metabundle.schemas.search import doc_id
 from metabundle.schemas.sources import describe
 from metabundle.search.ranking.pipeline import rank
-from metabundle.search.ranking.policies import RRF_K, SEARCH_ALL
+from metabundle.search.ranking.policies import RRF_K, SEARCH_ALL, Policy
 from metabundle.search.ranking.stages import RANKING_COLUMNS, drop_unrelated, is_lookup
 from metabundle.search.release import Release
-from metabundle.search.retrieval import Hit, Retrieval, combine, documents, source_mask
+from metabundle.search.retrieval import (
+    Hit,
+    Retrieval,
+    combine,
+    documents,
+    source_mask,
+    unmatched_hit,
+)
 
 DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
-MERGE = "each source ranked on its own, then interleaved by rank (ties by cosine)"
+MERGE = (
+    "each source ranked on its own, then interleaved by rank (ties by cosine); in hybrid, "
+    "each source's hits from the first that matches no keyword term and is no closer than "
+    "unrelated documents come after every source's matches"
+)
 """How search_all makes one list of the sources' rankings, as its retrieval block says."""
 VERSION_MARK = re.compile(r"\.[vp]\d+")
 """A dbGaP version mark in an accession: ``.v4`` or ``.p2``."""
@@ -47,8 +59,10 @@ def rank_all(
     kinds_mask: np.ndarray | None,
     limit: int,
     explain: bool = False,
+    policy: Policy = SEARCH_ALL,
 ) -> Merged:
-    """The top ``limit`` hits of ``sources`` for ``query``, one list."""
+    """The top ``limit`` hits of ``sources`` for ``query``, one list, ranked by ``policy``
+    (:data:`~.policies.SEARCH_ALL`; another only to measure a change against it)."""
     ranked: dict[str, list[Hit]] = {}
     rows: Rows = {}
     collapsed: dict[int, int] = {}
@@ -60,7 +74,7 @@ def rank_all(
         hits, retrieval = rank(
             release,
             query,
-            policy=SEARCH_ALL,
+            policy=policy,
             method=method,
             mask=mask,
             limit=limit * DIVERSITY_POOL,
@@ -74,7 +88,7 @@ def rank_all(
         collapsed.update(versions)
     assert retrieval is not None  # a release has at least one source
     if (
-        SEARCH_ALL.lookup_alone
+        policy.lookup_alone
         and method != "semantic"
         and is_lookup(query)
         and any(h.exact for hits in ranked.values() for h in hits)
@@ -82,7 +96,8 @@ def rank_all(
         ranked = {source: drop_unrelated(hits) for source, hits in ranked.items()}
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
-    merged = interleave_sources(ranked)[:limit]
+    unrelated = release.unrelated_cosine if policy.unmatched_last and method == "hybrid" else None
+    merged = interleave_sources(ranked, unrelated)[:limit]
     shown = documents(release, [h.docno for h in merged])
     return Merged(merged, shown, retrieval, collapsed)
 
@@ -139,19 +154,36 @@ def distinct_entities(hits: list[Hit], rows: Rows) -> tuple[list[Hit], dict[int,
     return list(kept.values()), collapsed
 
 
-def interleave_sources(ranked: dict[str, list[Hit]]) -> list[Hit]:
+def interleave_sources(
+    ranked: dict[str, list[Hit]], unrelated_cosine: float | None = None
+) -> list[Hit]:
     """One list from each source's own ranking: every source's first hits, then every
     source's second, and so on (exact identifier matches before the rest of their
     round). Within a round hits are ordered by cosine, the one signal on the same scale
     in every source (one embedding model), then by source name; without embeddings
-    the rounds keep source order. Each hit's ``score`` becomes the reciprocal rank of
-    its round, ``1 / (RRF_K + round)``, so scores never rise as rank falls."""
-    merged = []
+    the rounds keep source order.
+
+    With ``unrelated_cosine``, each source's hits from its first :func:`unmatched_hit`
+    on form its tail, and the tails are interleaved the same way after every source's
+    matched hits: a source where nothing matches the query does not take a place
+    before another source's matches, and each source keeps its own order. Each hit's
+    ``score`` becomes the reciprocal rank of its round, ``1 / (RRF_K + round)``, the
+    tails' rounds numbered on from the last round of matches, so scores never rise as
+    rank falls."""
+    heads: list[tuple[tuple[Any, ...], Hit]] = []
+    tails: list[tuple[tuple[Any, ...], Hit]] = []
     for source, hits in sorted(ranked.items()):
-        for position, hit in enumerate(hits, start=1):
-            cosine = hit.semantic if hit.semantic is not None else -1.0
-            merged.append(((position, not hit.exact, -cosine, source, hit.docno), hit))
-    merged.sort(key=lambda pair: pair[0])
-    for (position, *_rest), hit in merged:
-        hit.score = 1.0 / (RRF_K + position)
-    return [hit for _key, hit in merged]
+        cut = len(hits)
+        if unrelated_cosine is not None:
+            cut = next((n for n, h in enumerate(hits) if unmatched_hit(h, unrelated_cosine)), cut)
+        for part, into in ((hits[:cut], heads), (hits[cut:], tails)):
+            for position, hit in enumerate(part, start=1):
+                cosine = hit.semantic if hit.semantic is not None else -1.0
+                into.append(((position, not hit.exact, -cosine, source, hit.docno), hit))
+    heads.sort(key=lambda pair: pair[0])
+    tails.sort(key=lambda pair: pair[0])
+    rounds = max((key[0] for key, _hit in heads), default=0)
+    for offset, part in ((0, heads), (rounds, tails)):
+        for (position, *_rest), hit in part:
+            hit.score = 1.0 / (RRF_K + offset + position)
+    return [hit for _key, hit in heads + tails]

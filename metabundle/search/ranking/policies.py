@@ -33,7 +33,10 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
    says nothing about a document (:func:`~.stages.drop_unrelated`).
 
 ``search_all`` ranks each source with :data:`SEARCH_ALL` and merges the rankings
-(:mod:`.merge`). Weights were chosen by measurement (``benchmarks/README.md``).
+(:mod:`.merge`); with ``unmatched_last`` (hybrid) each source's hits from the first
+that matches no keyword term and is no closer than unrelated documents
+(:func:`~metabundle.search.retrieval.unmatched_hit`) come after every other source's
+matches. Weights were chosen by measurement (``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ class Policy:
     max_per_title: int | None = None
     priors: tuple[str, ...] = ()
     participants_weight: float = 0.0  # hybrid: times a UK Biobank field's participant share
+    unmatched_last: bool = False  # search_all hybrid: a source's unmatched tail after every match
 
     @property
     def fields(self) -> dict[str, float]:
@@ -186,6 +190,7 @@ class Policy:
             if method == "hybrid"
             else None,
             "lookup_alone": self.lookup_alone and method != "semantic",
+            "unmatched_last": self.unmatched_last and method == "hybrid",
         }
         return {"policy": self.name, "score_formula": self.formula, "stages": stages}
 
@@ -317,11 +322,14 @@ SEARCH_ALL = Policy(
     f"per source: {_SEMANTIC_LED_FORMULA} (keyword: BM25; semantic: cosine), exact "
     f"identifiers first, {_UKB_PRIORS_TEXT}; then children folded into their parents, versions "
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
-    f"hit scoring 1 / ({RRF_K} + its round).",
+    "source's hits from the first that matches no keyword term and is no closer than "
+    f"unrelated documents after every match (hybrid), each hit scoring 1 / ({RRF_K} + its "
+    "round).",
     priors=_UKB_PRIORS,
     participants_weight=PARTICIPANTS_WEIGHT,
     semantic_variants=True,
     lookup_alone=True,
+    unmatched_last=True,
 )
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(
