@@ -199,7 +199,8 @@ class SearchAllParams(Params):
         "Search every source at once (dbGaP, UK Biobank, All of Us, OMOP, IDC) for one "
         "ranked list, each item labelled with its source and kind. Call it when you do "
         "not know which source measures something. "
-        "Then use the source's own tools for details. Exact identifiers and aliases rank first."
+        "Then use the source's own tools for details. Exact identifiers and aliases rank first; "
+        "a source whose hits match no word of the query comes after the sources that match."
     ),
 )
 def search_all(release: Release, params: SearchAllParams) -> SearchAllAnswer:
