@@ -276,15 +276,12 @@ def unmatched(
     return best is None or threshold is None or best < threshold
 
 
-def unmatched_hit(hit: Hit, unrelated_cosine: float | None) -> bool:
+def unmatched_hit(hit: Hit, unrelated_cosine: float) -> bool:
     """One hit by :data:`LOW_CONFIDENCE_RULE`: not an exact match, matched by no keyword
-    term (nor a close title word), and no closer to the query than ``unrelated_cosine``
-    (a hit without a cosine is unmatched; without a threshold a cosine is not judged)."""
+    term (nor a close title word), and no closer to the query than ``unrelated_cosine``."""
     if hit.exact or hit.keyword is not None or hit.title_similarity is not None:
         return False
-    if hit.semantic is None:
-        return True
-    return unrelated_cosine is not None and hit.semantic < unrelated_cosine
+    return hit.semantic is None or hit.semantic < unrelated_cosine
 
 
 KeywordSearch = Callable[[Release, str, np.ndarray | None, int], list[tuple[int, float]]]
