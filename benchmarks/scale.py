@@ -284,6 +284,12 @@ def render(report: dict[str, Any]) -> str:
             "of which anonymous / mapped files MB",
             lambda s: f"{s['serving'].get('rss_anon_mb')} / {s['serving'].get('rss_file_mb')}",
         ),
+        (
+            "of which DuckDB's index nodes / table blocks MB",
+            lambda s: "{} / {}".format(
+                *(s["serving"].get("duckdb_mb", {}).get(t) for t in ("ART_INDEX", "BASE_TABLE"))
+            ),
+        ),
         *(
             (
                 f"this process, search_all {method} p50 / p95 ms",

@@ -345,7 +345,7 @@ def mixed_calls(release: Release, n_calls: int) -> list[tuple[str, dict[str, Any
 
 
 def _child_load(release_path: str, calls_file: str) -> dict[str, Any]:
-    """Open, measure RSS, run the planned tool calls, measure again."""
+    """Open, measure RSS, run the planned tool calls, measure again (and what DuckDB holds)."""
     plan = json.loads(Path(calls_file).read_text())
     release = Release.open(release_path)
     call_tool(release, "get_release_info", {})
@@ -361,6 +361,9 @@ def _child_load(release_path: str, calls_file: str) -> dict[str, Any]:
         ).append(seconds)
     elapsed = time.perf_counter() - started
     after = proc_status_mib()
+    duckdb_memory = release.query(
+        "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0"
+    )
     return {
         "calls": len(plan),
         "errors": errors,
@@ -370,6 +373,8 @@ def _child_load(release_path: str, calls_file: str) -> dict[str, Any]:
         "peak_rss_mb": after["VmHWM"],
         "rss_anon_mb": after["RssAnon"],
         "rss_file_mb": after["RssFile"],
+        # DuckDB's own memory by tag: index nodes and table blocks read so far stay resident
+        "duckdb_mb": {tag: round(used / 2**20, 1) for tag, used in sorted(duckdb_memory)},
         "tools": {name: latency(values) for name, values in sorted(samples.items())},
     }
 

@@ -106,6 +106,7 @@ def test_speed_and_scale_sections_measured_the_tiny_corpus(tiny_run, release: Re
 
     serving = report["sections"]["serving"]
     assert serving["memory"]["errors"] == 0
+    assert serving["memory"]["duckdb_mb"]["BASE_TABLE"] > 0  # what DuckDB holds is reported
     assert serving["first_answer"]["keyword"]["results"] > 0
     assert report["open_release_s"] > serving["first_answer"]["python_start_s"]
     assert serving["mcp_start"]["tools"] == len(all_tools())  # the real server answered
