@@ -11,8 +11,8 @@ that source. Three merges are compared in one run:
 
 * **production**: ``search_all`` itself — each source ranked on its own, then the
   sources' rankings interleaved by rank (ties by cosine), each source's unmatched tail
-  (from its first hit that matches no keyword term and is no closer than unrelated
-  documents) after every source's matches;
+  (from its first hit whose BM25 is below a fifth of the query's ideal BM25 and that is
+  no closer than unrelated documents) after every source's matches;
 * **rounds**: the same interleave without the unmatched tails (``unmatched_last`` off),
   the merge before them;
 * **global**: one hybrid ranking over all documents at once (reciprocal rank fusion
@@ -57,7 +57,7 @@ def rounds(release: Release, query: str) -> list[tuple[str, str]]:
         sources=sorted(release.manifest["sources"]),
         kinds_mask=None,
         limit=K,
-        policy=replace(SEARCH_ALL, unmatched_last=False),
+        policy=replace(SEARCH_ALL, unmatched_last=None),
     )
     return [
         (merged.rows[h.docno]["source"], merged.rows[h.docno]["entity_id"]) for h in merged.hits

@@ -276,10 +276,14 @@ def unmatched(
     return best is None or threshold is None or best < threshold
 
 
-def unmatched_hit(hit: Hit, unrelated_cosine: float) -> bool:
-    """One hit by :data:`LOW_CONFIDENCE_RULE`: not an exact match, matched by no keyword
-    term (nor a close title word), and no closer to the query than ``unrelated_cosine``."""
-    if hit.exact or hit.keyword is not None or hit.title_similarity is not None:
+def unmatched_hit(hit: Hit, unrelated_cosine: float, keyword_share: float) -> bool:
+    """One hit by the spirit of :data:`LOW_CONFIDENCE_RULE`: not an exact match nor a
+    close title word, a keyword share (``keyword_scaled``) below ``keyword_share`` (none
+    at all, or one common word of a longer query), and no closer to the query than
+    ``unrelated_cosine``."""
+    if hit.exact or hit.title_similarity is not None:
+        return False
+    if hit.keyword is not None and hit.keyword_scaled >= keyword_share:
         return False
     return hit.semantic is None or hit.semantic < unrelated_cosine
 

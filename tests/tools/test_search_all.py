@@ -7,7 +7,10 @@ import json
 
 import pytest
 
+from metabundle.search.ranking.merge import rank_all
+from metabundle.search.ranking.policies import SEARCH_ALL
 from metabundle.search.release import Release
+from metabundle.search.retrieval import unmatched_hit
 from metabundle.search.tools import call_tool
 from tests.support.build import Build
 from tests.support.cli import run_cli
@@ -90,19 +93,11 @@ def test_each_source_contributes_its_best_hits(release: Release) -> None:
     assert {i["source"] for i in semantic["results"][:5]} == set(release.manifest["sources"])
 
 
-def _unmatched(item: dict, unrelated_cosine: float) -> bool:
-    scores = item["scores"]
-    return (
-        not scores["exact_match"]
-        and scores["keyword"] is None
-        and (scores["semantic"] is None or scores["semantic"] < unrelated_cosine)
-    )
-
-
 @pytest.mark.parametrize(
     ("query", "sources"),
     [
         ("age at menarche", None),
+        ("trouble sleeping at night most days", None),
         ("heart attack", ["idc", "ukb"]),
         ("heart attack", ["idc", "omop"]),
     ],
@@ -110,24 +105,53 @@ def _unmatched(item: dict, unrelated_cosine: float) -> bool:
 def test_a_source_that_matches_nothing_comes_after_the_matches(
     release: Release, query: str, sources: list[str] | None
 ) -> None:
-    """From a source's first hit that no keyword term matches and that is no closer to
-    the query than unrelated documents are to each other, that source's hits come after
-    every other source's matched hits; each source keeps its own order."""
-    threshold = release.unrelated_cosine
-    assert threshold is not None
+    """From a source's first hit that holds less than the policy's share of the query's
+    ideal keyword score (no word, or one common word of a longer query) and that is no
+    closer to the query than unrelated documents are to each other, that source's hits
+    come after every other source's matched hits; each source keeps its own order, and
+    the tool answers with exactly this ranking."""
+    threshold, share = release.unrelated_cosine, SEARCH_ALL.unmatched_last
+    assert threshold is not None and share is not None
+    chosen = sources or sorted(release.manifest["sources"])
+    merged = rank_all(release, query, method="hybrid", sources=chosen, kinds_mask=None, limit=50)
+    source_of = [merged.rows[hit.docno]["source"] for hit in merged.hits]
+    tail_start: dict[str, int] = {}
+    for position, hit in enumerate(merged.hits):
+        if unmatched_hit(hit, threshold, share):
+            tail_start.setdefault(source_of[position], position)
+    tails = [p for p, s in enumerate(source_of) if p >= tail_start.get(s, len(source_of))]
+    heads = [p for p in range(len(source_of)) if p not in set(tails)]
+    assert tails and heads and max(heads) < min(tails)
     arguments = {"query": query, "limit": 50, **({"sources": sources} if sources else {})}
     results = call_tool(release, "search_all", arguments)["results"]
-    tail_start: dict[str, int] = {}
-    for position, item in enumerate(results):
-        if _unmatched(item, threshold):
-            tail_start.setdefault(item["source"], position)
-    tails = [p for p, i in enumerate(results) if p >= tail_start.get(i["source"], len(results))]
-    heads = [p for p in range(len(results)) if p not in set(tails)]
-    assert tails and heads and max(heads) < min(tails)
-    for source in {i["source"] for i in results}:
+    assert [i["id"] for i in results] == [merged.rows[h.docno]["entity_id"] for h in merged.hits]
+    for source in set(source_of):
         alone = call_tool(release, "search_all", {"query": query, "sources": [source], "limit": 50})
         ids = [i["id"] for i in results if i["source"] == source]
         assert ids == [i["id"] for i in alone["results"]][: len(ids)]
+
+
+def test_one_common_word_of_a_long_query_is_not_a_match(release: Release) -> None:
+    """Hits that share one word of "trouble sleeping at night most days" with the query
+    but hold less than the policy's share of its ideal keyword score, and are far from
+    it, do not take places before other sources' matches."""
+    threshold, share = release.unrelated_cosine, SEARCH_ALL.unmatched_last
+    assert threshold is not None and share is not None
+    query = "trouble sleeping at night most days"
+    merged = rank_all(
+        release,
+        query,
+        method="hybrid",
+        sources=sorted(release.manifest["sources"]),
+        kinds_mask=None,
+        limit=50,
+    )
+    weak = [h for h in merged.hits if h.keyword is not None and unmatched_hit(h, threshold, share)]
+    assert weak and all(0 < h.keyword_scaled < share for h in weak)
+    first_weak = merged.hits.index(weak[0])
+    assert all(
+        h.keyword_scaled >= share or h.semantic >= threshold for h in merged.hits[:first_weak]
+    )
 
 
 def test_a_question_one_source_answers_is_not_diluted_by_the_others(release: Release) -> None:

@@ -6,7 +6,9 @@ after every source's matches (``unmatched_last``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,8 +31,8 @@ from metabundle.search.retrieval import (
 DIVERSITY_POOL = 3  # candidates per requested result, before versions are collapsed
 MERGE = (
     "each source ranked on its own, then interleaved by rank (ties by cosine); in hybrid, "
-    "each source's hits from the first that matches no keyword term and is no closer than "
-    "unrelated documents come after every source's matches"
+    "each source's hits from the first that matches little of the query's words and is no "
+    "closer than unrelated documents come after every source's matches"
 )
 """How search_all makes one list of the sources' rankings, as its retrieval block says."""
 VERSION_MARK = re.compile(r"\.[vp]\d+")
@@ -96,8 +98,13 @@ def rank_all(
         ranked = {source: drop_unrelated(hits) for source, hits in ranked.items()}
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
-    unrelated = release.unrelated_cosine if policy.unmatched_last and method == "hybrid" else None
-    merged = interleave_sources(ranked, unrelated)[:limit]
+    unrelated = release.unrelated_cosine
+    unmatched = (
+        partial(unmatched_hit, unrelated_cosine=unrelated, keyword_share=policy.unmatched_last)
+        if policy.unmatched_last is not None and unrelated is not None and method == "hybrid"
+        else None
+    )
+    merged = interleave_sources(ranked, unmatched)[:limit]
     shown = documents(release, [h.docno for h in merged])
     return Merged(merged, shown, retrieval, collapsed)
 
@@ -155,7 +162,7 @@ def distinct_entities(hits: list[Hit], rows: Rows) -> tuple[list[Hit], dict[int,
 
 
 def interleave_sources(
-    ranked: dict[str, list[Hit]], unrelated_cosine: float | None = None
+    ranked: dict[str, list[Hit]], unmatched: Callable[[Hit], bool] | None = None
 ) -> list[Hit]:
     """One list from each source's own ranking: every source's first hits, then every
     source's second, and so on (exact identifier matches before the rest of their
@@ -163,19 +170,19 @@ def interleave_sources(
     in every source (one embedding model), then by source name; without embeddings
     the rounds keep source order.
 
-    With ``unrelated_cosine``, each source's hits from its first :func:`unmatched_hit`
-    on form its tail, and the tails are interleaved the same way after every source's
-    matched hits: a source where nothing matches the query does not take a place
-    before another source's matches, and each source keeps its own order. Each hit's
-    ``score`` becomes the reciprocal rank of its round, ``1 / (RRF_K + round)``, the
-    tails' rounds numbered on from the last round of matches, so scores never rise as
-    rank falls."""
+    With ``unmatched`` (:func:`~metabundle.search.retrieval.unmatched_hit` and its
+    thresholds), each source's hits from its first unmatched one on form its tail, and
+    the tails are interleaved the same way after every source's matched hits: a source
+    where nothing matches the query does not take a place before another source's
+    matches, and each source keeps its own order. Each hit's ``score`` becomes the
+    reciprocal rank of its round, ``1 / (RRF_K + round)``, the tails' rounds numbered on
+    from the last round of matches, so scores never rise as rank falls."""
     heads: list[tuple[tuple[Any, ...], Hit]] = []
     tails: list[tuple[tuple[Any, ...], Hit]] = []
     for source, hits in sorted(ranked.items()):
         cut = len(hits)
-        if unrelated_cosine is not None:
-            cut = next((n for n, h in enumerate(hits) if unmatched_hit(h, unrelated_cosine)), cut)
+        if unmatched is not None:
+            cut = next((n for n, h in enumerate(hits) if unmatched(h)), cut)
         for part, into in ((hits[:cut], heads), (hits[cut:], tails)):
             for position, hit in enumerate(part, start=1):
                 cosine = hit.semantic if hit.semantic is not None else -1.0

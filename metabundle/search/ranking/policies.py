@@ -34,7 +34,7 @@ A :class:`Policy` drives the stages of :func:`metabundle.search.ranking.pipeline
 
 ``search_all`` ranks each source with :data:`SEARCH_ALL` and merges the rankings
 (:mod:`.merge`); with ``unmatched_last`` (hybrid) each source's hits from the first
-that matches no keyword term and is no closer than unrelated documents
+whose keyword share is below it and that is no closer than unrelated documents
 (:func:`~metabundle.search.retrieval.unmatched_hit`) come after every other source's
 matches. Weights were chosen by measurement (``benchmarks/README.md``).
 """
@@ -51,6 +51,9 @@ from metabundle.index.tokenizer import tokenize
 from metabundle.index.variants import ALTERNATIVE_WEIGHT, MAX_ALTERNATIVES
 
 RRF_K = 60
+# A hit whose BM25 is below this share of the query's ideal BM25 (one common word of a
+# longer query) does not count as a keyword match in search_all's merge.
+UNMATCHED_KEYWORD_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,9 @@ class Policy:
     max_per_title: int | None = None
     priors: tuple[str, ...] = ()
     participants_weight: float = 0.0  # hybrid: times a UK Biobank field's participant share
-    unmatched_last: bool = False  # search_all hybrid: a source's unmatched tail after every match
+    # search_all hybrid: a source's hits from the first with a keyword share (BM25 over the
+    # ideal) below this and a cosine below unrelated documents' come after every match
+    unmatched_last: float | None = None
 
     @property
     def fields(self) -> dict[str, float]:
@@ -190,7 +195,11 @@ class Policy:
             if method == "hybrid"
             else None,
             "lookup_alone": self.lookup_alone and method != "semantic",
-            "unmatched_last": self.unmatched_last and method == "hybrid",
+            "unmatched_last": (
+                {"keyword_share_below": self.unmatched_last, "cosine_below": "unrelated"}
+                if self.unmatched_last is not None and method == "hybrid"
+                else None
+            ),
         }
         return {"policy": self.name, "score_formula": self.formula, "stages": stages}
 
@@ -322,14 +331,14 @@ SEARCH_ALL = Policy(
     f"per source: {_SEMANTIC_LED_FORMULA} (keyword: BM25; semantic: cosine), exact "
     f"identifiers first, {_UKB_PRIORS_TEXT}; then children folded into their parents, versions "
     "of one entity collapsed, and the sources interleaved by rank (ties by cosine), each "
-    "source's hits from the first that matches no keyword term and is no closer than "
-    f"unrelated documents after every match (hybrid), each hit scoring 1 / ({RRF_K} + its "
-    "round).",
+    f"source's hits from the first whose keyword share is below {UNMATCHED_KEYWORD_SHARE} and "
+    "that is no closer than unrelated documents after every match (hybrid), each hit "
+    f"scoring 1 / ({RRF_K} + its round).",
     priors=_UKB_PRIORS,
     participants_weight=PARTICIPANTS_WEIGHT,
     semantic_variants=True,
     lookup_alone=True,
-    unmatched_last=True,
+    unmatched_last=UNMATCHED_KEYWORD_SHARE,
 )
 
 POLICIES: Mapping[str, Policy] = MappingProxyType(

@@ -200,7 +200,7 @@ class SearchAllParams(Params):
         "ranked list, each item labelled with its source and kind. Call it when you do "
         "not know which source measures something. "
         "Then use the source's own tools for details. Exact identifiers and aliases rank first; "
-        "a source whose hits match no word of the query comes after the sources that match."
+        "a source whose hits match little of the query comes after the sources that match."
     ),
 )
 def search_all(release: Release, params: SearchAllParams) -> SearchAllAnswer:
