@@ -98,10 +98,15 @@ def rank_all(
         ranked = {source: drop_unrelated(hits) for source, hits in ranked.items()}
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
-    unrelated = release.unrelated_cosine
+    # only hybrid reads the vectors: keyword answers stay up when they are damaged
+    unrelated = (
+        release.unrelated_cosine
+        if policy.unmatched_last is not None and method == "hybrid"
+        else None
+    )
     unmatched = (
         partial(unmatched_hit, unrelated_cosine=unrelated, keyword_share=policy.unmatched_last)
-        if policy.unmatched_last is not None and unrelated is not None and method == "hybrid"
+        if policy.unmatched_last is not None and unrelated is not None
         else None
     )
     merged = interleave_sources(ranked, unmatched)[:limit]
