@@ -98,17 +98,14 @@ def rank_all(
         ranked = {source: drop_unrelated(hits) for source, hits in ranked.items()}
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
-    # only hybrid reads the vectors: keyword answers stay up when they are damaged
-    unrelated = (
-        release.unrelated_cosine
-        if policy.unmatched_last is not None and method == "hybrid"
-        else None
-    )
-    unmatched = (
-        partial(unmatched_hit, unrelated_cosine=unrelated, keyword_share=policy.unmatched_last)
-        if policy.unmatched_last is not None and unrelated is not None
-        else None
-    )
+    unmatched = None
+    if policy.unmatched_last is not None and method == "hybrid":
+        # only hybrid reads the vectors: keyword answers stay up when they are damaged
+        unrelated = release.unrelated_cosine
+        if unrelated is not None:
+            unmatched = partial(
+                unmatched_hit, unrelated_cosine=unrelated, keyword_share=policy.unmatched_last
+            )
     merged = interleave_sources(ranked, unmatched)[:limit]
     shown = documents(release, [h.docno for h in merged])
     return Merged(merged, shown, retrieval, collapsed)
