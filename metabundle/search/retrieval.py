@@ -187,6 +187,8 @@ def semantic_candidates(
     release: Release, query: str, mask: np.ndarray | None, k: int, *, variants: bool = False
 ) -> list[tuple[int, float]]:
     """Top ``k`` documents by cosine similarity among ``mask``, across source indexes.
+    A source the mask keeps whole is searched as without a mask (through its index, not
+    by scoring every one of its vectors: ``search_all`` masks each source whole).
     With ``variants``, the query's text rewritten by the abbreviations its release's
     documents define (:meth:`~metabundle.index.variants.TermVariants.alternative_texts`)
     is searched too, and a document keeps its best cosine, an alternative's times
@@ -202,8 +204,9 @@ def semantic_candidates(
     best: dict[int, float] = {}
     for source, docnos in release.source_ranges.items():
         keys_allowed = None
-        if mask is not None:  # the source's slice of the mask, never the whole mask
-            keys_allowed = np.flatnonzero(mask[docnos.start : docnos.stop]) + docnos.start
+        scope = None if mask is None else mask[docnos.start : docnos.stop]
+        if scope is not None and not scope.all():  # the source's slice, never the whole mask
+            keys_allowed = np.flatnonzero(scope) + docnos.start
             if not keys_allowed.size:
                 continue
         index = release.ann_index(source)

@@ -13,13 +13,19 @@ from typing import Any
 import pytest
 
 import metabundle.search.services as services
+from metabundle.index.ann import filtered_search
 from metabundle.index.tokenizer import tokenize
 from metabundle.index.variants import ALTERNATIVE_WEIGHT
 from metabundle.search.ranking.pipeline import candidates, new_retrieval, rank
 from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
 from metabundle.search.ranking.stages import query_words, title_candidates, title_match
 from metabundle.search.release import Release
-from metabundle.search.retrieval import documents, mask_from_sql, semantic_candidates
+from metabundle.search.retrieval import (
+    documents,
+    mask_from_sql,
+    semantic_candidates,
+    source_mask,
+)
 from metabundle.search.tools import call_tool
 
 SEARCHES: list[tuple[str, dict[str, Any], str]] = [
@@ -209,6 +215,26 @@ def test_hybrid_embeds_the_abbreviation_rewrites_of_the_query_too(release: Relea
     ):
         found = pipeline_semantic(release, query, policy, fields, method)
         assert all(found[d] == pytest.approx(cosines(d)[0], abs=1e-3) for d in found)
+
+
+def test_a_source_kept_whole_is_searched_through_its_index(
+    release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """search_all masks each source whole; such a source is searched as with no mask
+    (its index's candidates re-scored), not by reading and scoring all its vectors."""
+    docnos = release.source_ranges["omop"]
+    vectors = release.vectors
+    read: list[int] = []
+    read_rows = vectors._read
+    monkeypatch.setattr(vectors, "_read", lambda rows: read.append(rows.size) or read_rows(rows))
+    found = semantic_candidates(release, "heart attack", source_mask(release, ["omop"]), 50)
+    assert sum(read) < len(docnos) / 2  # the candidates, not the whole source
+    index = release.ann_index("omop")
+    keys, scores = filtered_search(
+        index, vectors, release.embed_queries(["heart attack"])[0], 50, None
+    )
+    assert found == [(int(k), float(s)) for k, s in zip(keys, scores, strict=True)]
+    assert all(docnos.start <= d < docnos.stop for d, _ in found)
 
 
 def pipeline_semantic(
