@@ -180,6 +180,13 @@ class AnnIndex(ABC):
     backend: str
     default_breadth = 64
     """The breadth of a sidecar that names none."""
+    filter_share = 0.5
+    """A filter keeping at least this share of the keys is searched through the index by
+    :func:`filtered_search`, which asks it for its re-scoring pool over the share, even
+    when the filter keeps few enough keys to score each: re-scoring the candidates costs
+    less than converting every kept float16 row (about a microsecond each). A graph is
+    asked for at most twice its pool: beyond that it misses neighbours a scan finds
+    (``benchmarks/README.md``)."""
 
     def __init__(self, path: Path, info: dict[str, Any]) -> None:
         self.path = path
@@ -328,6 +335,7 @@ class _BitscanIndex(AnnIndex):
 
     backend = "bitscan"
     default_breadth = BITSCAN_POOL
+    filter_share = 0.1  # a scan ranks every code: ten times its pool loses nothing
 
     def __init__(self, path: Path, info: dict[str, Any]) -> None:
         super().__init__(path, info)
@@ -784,8 +792,10 @@ def filtered_search(
 
     Keys are row numbers into ``vectors``. Without a filter the index is asked for
     :meth:`AnnIndex.rescore_count` keys (:data:`RESCORE_MARGIN` times ``k``; a bitscan
-    index at least :data:`BITSCAN_POOL`). Up to ``exact_threshold`` allowed keys
-    are scored by brute force; more use the ANN with ``k`` scaled by the filter's
+    index at least :data:`BITSCAN_POOL`). Up to ``exact_threshold`` allowed keys, fewer
+    than the index's :attr:`~AnnIndex.filter_share` of its keys, are scored by brute
+    force; more use the ANN
+    with ``k`` scaled by the filter's
     selectivity (the re-scoring pool times the share of keys allowed, x4 per retry, at
     most ``max_candidates`` candidates), then
     exact search over the allowed rows if the candidates still hold fewer than ``k``
@@ -804,7 +814,7 @@ def filtered_search(
         allowed = np.unique(allowed)  # sorted distinct keys are used as they are
     if allowed.size and (allowed[0] < 0 or allowed[-1] >= vectors.shape[0]):
         raise ValueError("allowed_keys must be row numbers of vectors")
-    if allowed.size <= exact_threshold or n == 0:
+    if n == 0 or (allowed.size <= exact_threshold and allowed.size < index.filter_share * n):
         return _exact_top_k(vectors, allowed, q, k)
     wanted = min(k, allowed.size)
     limit = min(n, max(max_candidates, k))

@@ -241,6 +241,38 @@ def test_broad_filter_uses_the_index(
     assert hits / (30 * K) >= 0.9
 
 
+class CountedRows:
+    """A vector matrix that counts the rows read from it."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix, self.shape, self.read = matrix, matrix.shape, 0
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        self.read += int(np.size(rows))
+        return self.matrix[rows]
+
+
+def test_a_filter_keeping_most_keys_is_searched_through_the_index(
+    index: AnnIndex, vectors_file: np.ndarray, queries: np.ndarray
+) -> None:
+    """Below ``exact_threshold`` a filter keeping at least the index's filter share is
+    searched through the index (its candidates re-scored), not by scoring every kept
+    row; a narrower one is scored exactly."""
+    allowed = np.sort(np.random.default_rng(7).choice(N, int(0.8 * N), replace=False))
+    counted, hits = CountedRows(vectors_file), 0
+    for query in queries[:10]:
+        keys, _ = filtered_search(index, counted, query, K, allowed)
+        assert len(keys) == K and set(keys.tolist()) <= set(allowed.tolist())
+        hits += len(set(keys.tolist()) & set(brute_force(vectors_file, query, K, allowed).tolist()))
+    assert counted.read < 10 * allowed.size / 2
+    assert hits / (10 * K) >= 0.9
+    narrow = allowed[: int(index.filter_share * N) - 1]
+    counted.read = 0
+    keys, _ = filtered_search(index, counted, queries[0], K, narrow)
+    assert counted.read == narrow.size
+    assert keys.tolist() == brute_force(vectors_file, queries[0], K, narrow).tolist()
+
+
 def test_unfiltered_search_rescores_exactly(
     index: AnnIndex, vectors_file: np.ndarray, data: np.ndarray
 ) -> None:
