@@ -794,12 +794,10 @@ def filtered_search(
     :meth:`AnnIndex.rescore_count` keys (:data:`RESCORE_MARGIN` times ``k``; a bitscan
     index at least :data:`BITSCAN_POOL`). Up to ``exact_threshold`` allowed keys, fewer
     than the index's :attr:`~AnnIndex.filter_share` of its keys, are scored by brute
-    force; more use the ANN
-    with ``k`` scaled by the filter's
-    selectivity (the re-scoring pool times the share of keys allowed, x4 per retry, at
-    most ``max_candidates`` candidates), then
-    exact search over the allowed rows if the candidates still hold fewer than ``k``
-    allowed keys.
+    force; more use the ANN with ``k`` scaled by the filter's selectivity (the
+    re-scoring pool times the share of keys allowed, x4 per retry, at most
+    ``max_candidates`` candidates), then exact search over the allowed rows if the
+    candidates still hold fewer than ``k`` allowed keys.
     Returns ``min(k, number allowed)`` results: score descending, key ascending.
     """
     q = _unit_query(query, vectors.shape[1])
