@@ -192,11 +192,15 @@ class AnnIndex(ABC):
         self.path = path
         self.info = info
         copies = info.get("duplicates") or {"keys": [], "of": []}
-        members: dict[int, list[int]] = {}
-        for key, original in zip(copies["keys"], copies["of"], strict=True):
-            members.setdefault(int(original), []).append(int(key))
-        self._copies = {k: np.asarray(v, dtype=np.int64) for k, v in members.items()}
-        self._with_copy = np.asarray(sorted(self._copies), dtype=np.int64)
+        copy_keys = np.asarray(copies["keys"], dtype=np.int64)
+        originals = np.asarray(copies["of"], dtype=np.int64)
+        if copy_keys.shape != originals.shape:
+            raise ValueError(f"{path}: the duplicates' keys and originals differ in number")
+        by_original = np.argsort(originals, kind="stable")
+        # the copies of self._with_copy[i] are self._copy_keys[self._copy_starts[i]:...[i + 1]]
+        self._copy_keys = copy_keys[by_original]
+        self._with_copy, starts = np.unique(originals[by_original], return_index=True)
+        self._copy_starts = np.append(starts, originals.size)
         self._indexed = int(info.get("indexed", info["count"]))
 
     @property
@@ -240,7 +244,7 @@ class AnnIndex(ABC):
         keys, distances = self._search(q, min(count, self._indexed))
         keys = keys.astype(np.int64)
         scores = clip_cosine(1.0 - distances.astype(np.float64))
-        if self._copies:
+        if self._with_copy.size:
             keys, scores = self._with_copies(keys, scores)
         return _top_k(keys, scores, count)
 
@@ -253,9 +257,13 @@ class AnnIndex(ABC):
         holders = np.flatnonzero(owners[at] == keys)
         if not holders.size:
             return keys, scores
-        extra = [(self._copies[int(keys[i])], scores[i]) for i in holders]
-        copy_keys = np.concatenate([c for c, _ in extra])
-        copy_scores = np.concatenate([np.full(len(c), s, np.float32) for c, s in extra])
+        groups = at[holders]
+        firsts, ends = self._copy_starts[groups], self._copy_starts[groups + 1]
+        sizes = ends - firsts
+        group_of_copy = np.repeat(np.arange(groups.size), sizes)
+        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        copy_keys = self._copy_keys[firsts[group_of_copy] + within]
+        copy_scores = scores[holders][group_of_copy].astype(np.float32)
         return np.concatenate([keys, copy_keys]), np.concatenate([scores, copy_scores])
 
     def rescore_count(self, k: int) -> int:

@@ -57,6 +57,7 @@ from metabundle.index.variants import (
     variant_table,
     write_variants,
 )
+from metabundle.index.vector_file import unrelated_cosine
 from metabundle.meter import Meter
 from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext
@@ -529,7 +530,7 @@ def build_ann_indexes(
     if not embeddings.files:
         return SearchStage("ann", "none", False)
     backend = settings.ann_backend
-    key = _key("ann", embeddings.key, backend, "widened")
+    key = _key("ann", embeddings.key, backend, "widened", "unrelated")
 
     def make(folder: Path) -> SearchStage:
         vectors = np.load(embeddings.file(VECTORS_FILE), mmap_mode="r")
@@ -568,6 +569,7 @@ def build_ann_indexes(
             note = "".join(f"; {n}" for n in notes)
             report(f"ann index {source}: {len(keys):,} vectors ({chosen[source]}{note})")
         info = {
+            "unrelated_cosine": unrelated_cosine(vectors),
             "ann_backend": backend,
             **{f"ann_backend.{s}": b for s, b in chosen.items()},
             **{f"ann_self_recall.{s}": r for s, r in measured.items()},

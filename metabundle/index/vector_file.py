@@ -23,6 +23,10 @@ import numpy as np
 # copying this many bytes.
 _GAP_BYTES = 16384
 
+UNRELATED_PAIRS = 4000
+UNRELATED_SHARE = 0.001
+UNRELATED_SEED = 20261201
+
 
 def load_vectors(path: Path) -> np.ndarray:
     """Memory-map a ``.npy`` written by :func:`~metabundle.index.ann.save_vectors`
@@ -31,6 +35,20 @@ def load_vectors(path: Path) -> np.ndarray:
     if matrix.ndim != 2:
         raise ValueError(f"{path} holds shape {matrix.shape}, not (n, d)")
     return matrix
+
+
+def unrelated_cosine(vectors: Any) -> float | None:
+    """The cosine that only the closest :data:`UNRELATED_SHARE` of random pairs of
+    ``vectors``' rows reach (``None`` for fewer than two rows): a query whose best match
+    is no closer has found nothing the model tells apart from chance. A fixed seed keeps
+    it reproducible; ``vectors`` is anything indexed like an array (a memory map, a
+    :class:`VectorFile`), and the same rows give the same figure."""
+    if len(vectors) < 2:
+        return None
+    rng = np.random.default_rng(UNRELATED_SEED)
+    left, right = (rng.integers(0, len(vectors), UNRELATED_PAIRS) for _ in range(2))
+    cosines = np.einsum("ij,ij->i", vectors[left], vectors[right])
+    return float(np.quantile(cosines, 1.0 - UNRELATED_SHARE))
 
 
 class VectorFile:

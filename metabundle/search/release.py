@@ -22,7 +22,7 @@ from metabundle.errors import ReleaseError
 from metabundle.index.ann import AnnIndex, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
-from metabundle.index.vector_file import VectorFile
+from metabundle.index.vector_file import VectorFile, unrelated_cosine
 from metabundle.release.doc_rows import DOC_ROWS_FILE, DocRows
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
@@ -34,9 +34,6 @@ from metabundle.search.sql_pool import SqlWorkers
 from metabundle.settings import RuntimeSettings
 
 QUERIES_KEPT = 64
-UNRELATED_PAIRS = 4000
-UNRELATED_SHARE = 0.001
-UNRELATED_SEED = 20261201
 
 DUCKDB_FILE = "metabundle.duckdb"
 
@@ -235,16 +232,15 @@ class Release:
 
     @cached_property
     def unrelated_cosine(self) -> float | None:
-        """The cosine that only the closest :data:`UNRELATED_SHARE` of random pairs of
-        this release's documents reach: a query whose best match is no closer has found
-        nothing the model tells apart from chance. A fixed seed keeps it reproducible."""
+        """The cosine of this release's unrelated documents
+        (:func:`~metabundle.index.vector_file.unrelated_cosine`), as the build recorded
+        it; a release built before it did is measured on first use (thousands of
+        scattered vector reads: a third of a second from a cold disk)."""
+        recorded = self.search_info.get("unrelated_cosine")
+        if recorded is not None:
+            return float(recorded)
         vectors = self.vectors
-        if vectors is None or len(vectors) < 2:
-            return None
-        rng = np.random.default_rng(UNRELATED_SEED)
-        left, right = (rng.integers(0, len(vectors), UNRELATED_PAIRS) for _ in range(2))
-        cosines = np.einsum("ij,ij->i", vectors[left], vectors[right])
-        return float(np.quantile(cosines, 1.0 - UNRELATED_SHARE))
+        return None if vectors is None else unrelated_cosine(vectors)
 
     def ann_backend(self, source: str) -> str:
         """The backend of ``source``'s ANN index: ``ann_backend.<source>`` of the

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from metabundle.index.vector_file import unrelated_cosine
 from metabundle.search.ranking.merge import rank_all
 from metabundle.search.ranking.policies import SEARCH_ALL
 from metabundle.search.release import Release
@@ -276,6 +277,7 @@ def test_a_query_that_matches_is_not_low_confidence(release: Release, query: str
 
 
 def test_the_unrelated_cosine_comes_from_the_release_itself(release: Release) -> None:
-    threshold = release.unrelated_cosine
-    assert threshold is not None and 0.0 < threshold < 1.0
-    assert release.unrelated_cosine == threshold  # seeded: the same every time
+    recorded = release.search_info["unrelated_cosine"]  # the build measured it once
+    assert release.unrelated_cosine == recorded and 0.0 < recorded < 1.0
+    assert release.vectors is not None
+    assert unrelated_cosine(release.vectors) == recorded  # seeded: the same every time
