@@ -25,6 +25,7 @@ import pytest
 
 from metabundle.config import BuildSettings
 from metabundle.errors import ParseError
+from metabundle.release.writer import source_coverage
 from metabundle.schemas import get_table
 from metabundle.sources.aou import SOURCE
 from metabundle.sources.aou.inputs import ANSWER_KEY_SPEC, SURVEY_METADATA, read_csv_text
@@ -661,3 +662,40 @@ def test_aou_is_registered_and_ordered_after_omop():
     assert with_dependencies(("aou",)) == ("omop", "aou")
     everything = with_dependencies(names)
     assert everything.index("omop") < everything.index("aou")
+
+
+def test_an_answer_the_key_failed_to_recode_keeps_its_own_words(upstream_dir, by_id):
+    failed = {
+        f"{r['question_concept_id']}:{r['answer_concept_id']}": r["answer"]
+        for r in mirror_csv(upstream_dir, "aou/omop2survey/survey_key.csv")
+        if r["answer_text"].startswith("Value error")
+    }
+    answers = {i["native_id"]: i for i in by_id.values() if i["kind"] == "answer"}
+    held = failed.keys() & answers.keys()
+    assert len(held) >= 20  # the mirror's key has 24 such rows
+    for native_id in held:
+        assert answers[native_id]["title"] == failed[native_id]
+        assert answers[native_id]["answer_value"] is None
+    assert not any(a["title"].startswith("Value error") for a in answers.values())
+
+
+ANSWER_FILES = ("aou/omop2survey/survey_key.csv", "aou/data-browser/csv/pfhh_qa_metadata.csv")
+
+
+def test_questions_the_catalogue_does_not_list_are_counted_as_left_out(upstream_dir, run):
+    listed = {
+        int(r["concept_id"])
+        for r in mirror_csv(upstream_dir, "aou/data-browser/csv/survey_metadata.csv")
+        if r["type"] == "QUESTION"
+    }
+    paired = {
+        (int(r["question_concept_id"]), int(r["answer_concept_id"]))
+        for relative in ANSWER_FILES
+        for r in mirror_csv(upstream_dir, relative)
+        if int(r["question_concept_id"]) not in listed
+    }
+    block = source_coverage(run.staged, "complete")
+    (gap,) = [g for g in block["left_out"] if "survey_metadata.csv does not list" in g["what"]]
+    assert gap["count"] == len({q for q, _ in paired}) > 200  # COPE alone has 217
+    assert f"their {len(paired):,} answers" in gap["what"]
+    assert block["complete"] is False and "survey_metadata.csv" in block["summary"]

@@ -1,12 +1,15 @@
 """What an All of Us release holds of the public Data Browser: every survey module,
-question and answer, physical measurement and EHR concept, and whether participant
-counts were read."""
+question and answer its catalogue lists, physical measurement and EHR concept; the
+questions of modules it does not list; and whether participant counts were read."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from metabundle.sources.aou.api import FROM_API
+from metabundle.sources.aou.inputs import ANSWER_KEY_SPEC, PFHH_QA, read_csv_text
 from metabundle.sources.base import CoverageContext, coverage_block, left_out
 
 COUNTS_REMEDY = (
@@ -15,12 +18,60 @@ COUNTS_REMEDY = (
 )
 
 
+UNLISTED_REMEDY = (
+    "none in this version: questions are read from survey_metadata.csv, which gives each "
+    "its module, topic and Data Browser page"
+)
+
+
+def unlisted_questions(ctx: CoverageContext) -> tuple[int, int]:
+    """(questions, answers) that the answer key and ``pfhh_qa_metadata.csv`` pair but
+    whose question the release does not hold: questions of survey modules the Data
+    Browser's ``survey_metadata.csv`` does not list (COPE, the retired Family Health
+    History). Both files are read by the parse step's own reader."""
+    held = {spec.key for spec in (ANSWER_KEY_SPEC, PFHH_QA)} & {f.key for f in ctx.snapshot.files}
+    pairs = [
+        read_csv_text(
+            spec, ctx.snapshot.file(spec.key).path.read_text(encoding="utf-8-sig"), _ignore
+        ).select(["question_concept_id", "answer_concept_id"])
+        for spec in (ANSWER_KEY_SPEC, PFHH_QA)
+        if spec.key in held
+    ]
+    if not pairs:
+        return 0, 0
+    ctx.con.register("paired_answers", pa.concat_tables(pairs))
+    questions, answers = ctx.row(
+        "SELECT count(DISTINCT question_concept_id), "
+        "count(DISTINCT (question_concept_id, answer_concept_id)) FROM paired_answers "
+        "WHERE CAST(question_concept_id AS VARCHAR) NOT IN "
+        "(SELECT native_id FROM aou_item WHERE kind = 'question')"
+    )
+    return int(questions), int(answers)
+
+
+def _ignore(_reason: str, _line: int | None) -> None:
+    """Malformed records were reported (quarantined) by the parse step already."""
+
+
 def coverage(ctx: CoverageContext) -> dict[str, Any]:
-    """Items by kind, and the participant counts' status."""
+    """Items by kind, the questions of unlisted modules, and the participant counts'
+    status."""
     by_kind = ctx.counts_by("SELECT kind, count(*) FROM aou_item GROUP BY kind ORDER BY kind")
     counted = ctx.count("SELECT count(*) FROM aou_item WHERE participant_count IS NOT NULL")
     api = ctx.snapshot.details.get("api", {})
     gaps = []
+    unlisted, unlisted_answers = unlisted_questions(ctx)
+    if unlisted:
+        gaps.append(
+            left_out(
+                f"{unlisted:,} survey questions and their {unlisted_answers:,} answers that "
+                "the answer key pairs but survey_metadata.csv does not list (modules the "
+                "Data Browser does not show, such as COPE and the retired Family Health "
+                "History)",
+                UNLISTED_REMEDY,
+                unlisted,
+            )
+        )
     if api.get("status") != FROM_API:
         gaps.append(
             left_out(
@@ -31,8 +82,9 @@ def coverage(ctx: CoverageContext) -> dict[str, Any]:
         )
     total = sum(by_kind.values())
     summary = (
-        f"every survey module, question and answer of the Data Browser catalogue "
-        f"({by_kind.get('question', 0):,} questions, {by_kind.get('answer', 0):,} answers) "
+        f"every survey module, question and answer that the Data Browser's catalogue "
+        f"(survey_metadata.csv) lists ({by_kind.get('question', 0):,} questions, "
+        f"{by_kind.get('answer', 0):,} answers) "
         f"and {by_kind.get('ehr_concept', 0):,} EHR concepts; {total:,} items"
     )
     notes = [

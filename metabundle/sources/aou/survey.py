@@ -11,6 +11,9 @@ concept however many branches (paths) it is asked under. Its topic is the neares
 ``TOPIC`` row before it in the same module, as the Data Browser API groups them.
 Answers come from the omop2survey answer key, then ``pfhh_qa_metadata.csv``; a question
 neither lists gets the answer labels the Data Browser stores with it (no concept ids).
+The key's label of an answer it failed to recode ("Value error - Yes") gives way to the
+answer's own words. Questions the key names but ``survey_metadata.csv`` does not list
+(modules the Data Browser no longer shows) are left out, and the coverage says so.
 """
 
 from __future__ import annotations
@@ -69,10 +72,15 @@ GROUP BY concept_id, survey_concept_id
 ANSWERS = r"""
 CREATE OR REPLACE TEMP TABLE answers AS
 WITH keyed AS (
+    -- the key's cleaned label, unless it failed to recode the answer ("Value error -
+    -- Yes", numeric 90000): then the answer as the survey words it, and no value
     SELECT question_concept_id, answer_concept_id,
-           coalesce(answer_text, answer, CAST(answer_concept_id AS VARCHAR)) AS title,
-           answer_numeric AS answer_value, select_all = 1 AS select_all, 0 AS preference
-    FROM in_answer_key
+           coalesce(CASE WHEN NOT recode_failed THEN answer_text END, answer,
+                    CAST(answer_concept_id AS VARCHAR)) AS title,
+           CASE WHEN NOT recode_failed THEN answer_numeric END AS answer_value,
+           select_all = 1 AS select_all, 0 AS preference
+    FROM (SELECT *, coalesce(starts_with(answer_text, 'Value error'), false) AS recode_failed
+          FROM in_answer_key)
     UNION ALL
     SELECT question_concept_id, answer_concept_id, regexp_replace(answer, '^.*\? - ', ''),
            NULL, NULL, 1
