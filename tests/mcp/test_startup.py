@@ -82,6 +82,45 @@ def test_tools_are_listed_before_the_search_core_is_imported(release_path: Path)
     assert set(report["after"]) >= {"duckdb", "numpy", "metabundle.search.tools"}
 
 
+CITATION_LIBRARIES = ("bibtexparser", "rdflib")
+
+SEARCH_THEN_CITE = f"""
+import json, sys
+from metabundle.search.release import Release
+from metabundle.search.tools import call_tool
+
+LIBRARIES = {CITATION_LIBRARIES!r}
+release = Release.open(sys.argv[1])
+found = call_tool(release, "search_all", {{"query": "lung CT", "method": "hybrid"}})
+searched = sorted(m for m in LIBRARIES if m in sys.modules)
+cited = [
+    call_tool(release, "get_citations", {{"collection_id": "nlst", "format": f}})
+    for f in ("bibtex", "turtle")
+]
+print(json.dumps({{"results": len(found["results"]), "searched": searched,
+                  "cited": sorted(m for m in LIBRARIES if m in sys.modules),
+                  "documents": [bool(c.get("document")) for c in cited]}}))
+"""
+
+
+def test_a_search_process_loads_the_citation_formats_only_when_asked(
+    release_path: Path,
+) -> None:
+    """BibTeX and Turtle writers (60 ms of imports) load with the format that needs them."""
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCH_THEN_CITE, str(release_path)],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["results"] > 0 and report["searched"] == []
+    assert report["cited"] == sorted(CITATION_LIBRARIES) and report["documents"] == [True, True]
+
+
 @pytest.mark.anyio
 async def test_a_release_that_cannot_open_answers_release_damaged(
     release_path: Path, tmp_path: Path

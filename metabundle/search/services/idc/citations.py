@@ -14,11 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-import bibtexparser
-import rdflib
-from bibtexparser.model import Entry, Field
 from pydantic import Field as ParamField
-from rdflib.namespace import RDF, SDO
 
 from metabundle.search.errors import invalid
 from metabundle.search.params import Params, clamp
@@ -199,7 +195,12 @@ def _bibtex_name(author: dict[str, str]) -> str:
 
 
 def bibtex(works: list[Work]) -> str:
-    """The works as BibTeX (``@misc`` for data sets, ``@article`` for papers)."""
+    """The works as BibTeX (``@misc`` for data sets, ``@article`` for papers).
+    ``bibtexparser`` is imported here, by the format that needs it: a serving process
+    that never writes BibTeX does not pay for it at start-up."""
+    import bibtexparser
+    from bibtexparser.model import Entry, Field
+
     entries = []
     for work in works:
         fields = {
@@ -222,7 +223,11 @@ def bibtex(works: list[Work]) -> str:
 
 
 def turtle(works: list[Work]) -> str:
-    """The works as RDF Turtle with schema.org terms, as DOI content negotiation serves."""
+    """The works as RDF Turtle with schema.org terms, as DOI content negotiation serves
+    (``rdflib``, 40 ms of imports, is imported by the format that needs it)."""
+    import rdflib
+    from rdflib.namespace import RDF, SDO
+
     graph = rdflib.Graph()
     graph.bind("schema", SDO)
     for work in works:
