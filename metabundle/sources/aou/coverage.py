@@ -27,8 +27,8 @@ UNLISTED_REMEDY = (
 def unlisted_questions(ctx: CoverageContext) -> tuple[int, int]:
     """(questions, answers) that the answer key and ``pfhh_qa_metadata.csv`` pair but
     whose question the release does not hold: questions of survey modules the Data
-    Browser's ``survey_metadata.csv`` does not list (COPE, the retired Family Health
-    History). Both files are read by the parse step's own reader."""
+    Browser's ``survey_metadata.csv`` does not list (the COVID-19 surveys, the retired
+    Family Health History). Both files are read by the parse step's own reader."""
     held = {spec.key for spec in (ANSWER_KEY_SPEC, PFHH_QA)} & {f.key for f in ctx.snapshot.files}
     pairs = [
         read_csv_text(
@@ -65,9 +65,9 @@ def coverage(ctx: CoverageContext) -> dict[str, Any]:
         gaps.append(
             left_out(
                 f"{unlisted:,} survey questions and their {unlisted_answers:,} answers that "
-                "the answer key pairs but survey_metadata.csv does not list (modules the "
-                "Data Browser does not show, such as COPE and the retired Family Health "
-                "History)",
+                "the answer key pairs but survey_metadata.csv does not list (the COVID-19 "
+                "surveys and the retired Family Health History, which the Data Browser "
+                "keeps in other files)",
                 UNLISTED_REMEDY,
                 unlisted,
             )

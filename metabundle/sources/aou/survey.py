@@ -13,7 +13,8 @@ Answers come from the omop2survey answer key, then ``pfhh_qa_metadata.csv``; a q
 neither lists gets the answer labels the Data Browser stores with it (no concept ids).
 The key's label of an answer it failed to recode ("Value error - Yes") gives way to the
 answer's own words. Questions the key names but ``survey_metadata.csv`` does not list
-(modules the Data Browser no longer shows) are left out, and the coverage says so.
+(the COVID-19 surveys, the retired Family Health History) are left out, and the coverage
+says so.
 """
 
 from __future__ import annotations
