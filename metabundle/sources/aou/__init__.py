@@ -26,7 +26,7 @@ SOURCE = SourceSpec(
     coverage=coverage,
     public_urls=lambda settings: (f"{REPOSITORY_RAW}/",),
     depends_on=("omop",),
-    version="2",  # 2: malformed records are quarantined
+    version="3",  # 2: malformed records are quarantined; 3: answers the key failed to recode
 )
 
 __all__ = ["SOURCE"]
