@@ -66,9 +66,10 @@ def test_the_shipped_catalogue_is_the_registry() -> None:
     )
 
 
-def test_tools_are_listed_before_the_search_core_is_imported(release_path: Path) -> None:
+def run_probe(script: str, release_path: Path) -> dict:
+    """Run ``script`` in a fresh interpreter on the release; its JSON report."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(release_path)],
+        [sys.executable, "-c", script, str(release_path)],
         capture_output=True,
         text=True,
         env=clean_env(),
@@ -76,7 +77,11 @@ def test_tools_are_listed_before_the_search_core_is_imported(release_path: Path)
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def test_tools_are_listed_before_the_search_core_is_imported(release_path: Path) -> None:
+    report = run_probe(PROBE, release_path)
     assert report["tools"] == len(generate()) and report["error"] is False
     assert report["before"] == []
     assert set(report["after"]) >= {"duckdb", "numpy", "metabundle.search.tools"}
@@ -107,16 +112,7 @@ def test_a_search_process_loads_the_citation_formats_only_when_asked(
     release_path: Path,
 ) -> None:
     """BibTeX and Turtle writers (60 ms of imports) load with the format that needs them."""
-    done = subprocess.run(
-        [sys.executable, "-c", SEARCH_THEN_CITE, str(release_path)],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        check=False,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = run_probe(SEARCH_THEN_CITE, release_path)
     assert report["results"] > 0 and report["searched"] == []
     assert report["cited"] == sorted(CITATION_LIBRARIES) and report["documents"] == [True, True]
 
