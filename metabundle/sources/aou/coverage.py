@@ -29,13 +29,13 @@ def unlisted_questions(ctx: CoverageContext) -> tuple[int, int]:
     whose question the release does not hold: questions of survey modules the Data
     Browser's ``survey_metadata.csv`` does not list (the COVID-19 surveys, the retired
     Family Health History). Both files are read by the parse step's own reader."""
-    held = {spec.key for spec in (ANSWER_KEY_SPEC, PFHH_QA)} & {f.key for f in ctx.snapshot.files}
+    present = {f.key for f in ctx.snapshot.files}
     pairs = [
         read_csv_text(
             spec, ctx.snapshot.file(spec.key).path.read_text(encoding="utf-8-sig"), _ignore
         ).select(["question_concept_id", "answer_concept_id"])
         for spec in (ANSWER_KEY_SPEC, PFHH_QA)
-        if spec.key in held
+        if spec.key in present
     ]
     if not pairs:
         return 0, 0
