@@ -127,10 +127,12 @@ def build(export: Path, work: Path, cache: Path | None) -> dict[str, Any]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"the build failed; its log ends: {text[-2000:]}")
     release = (work / "out" / "current").resolve()
+    steps = json.loads((work / "out" / "work" / "build_report.json").read_text())["steps"]
     return {
         "wall_s": round(wall, 1),
         "stages_s": stage_times(text),
         "peak_rss_mib": usage.ru_maxrss >> 10,
+        "steps_peak_rss_mib": {name: step.get("peak_rss_mib") for name, step in steps.items()},
         "release": release,
     }
 
@@ -262,7 +264,13 @@ def render(report: dict[str, Any]) -> str:
         ("build wall s", lambda s: s["build"]["wall_s"]),
         ("build peak RSS MiB", lambda s: s["build"]["peak_rss_mib"]),
         *(
-            (f"step {step} s", lambda s, step=step: s["build"]["stages_s"].get(step))
+            (
+                f"step {step} s / peak MiB",
+                lambda s, step=step: "{} / {}".format(
+                    s["build"]["stages_s"].get(step),
+                    s["build"].get("steps_peak_rss_mib", {}).get(step),
+                ),
+            )
             for step in sizes[-1]["build"]["stages_s"]
         ),
         *(

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 from dagster import AssetCheckResult, AssetCheckSpec
 
 from metabundle.db import connect
-from metabundle.schemas import Table, get_table, quote_identifier
+from metabundle.schemas import duplicate_keys, get_table, quote_identifier
 
 PRIMARY_KEY = "primary_key_unique"
 NOT_NULL = "required_columns_not_null"
@@ -44,27 +43,13 @@ def check_specs(table_name: str) -> list[AssetCheckSpec]:
     return specs
 
 
-def _duplicate_keys(
-    con: duckdb.DuckDBPyConnection, table: Table, source: str
-) -> tuple[int, list[str]]:
-    keys = ", ".join(quote_identifier(k) for k in table.primary_key)
-    rows = con.sql(
-        f"SELECT {keys}, count(*) AS n FROM {source} GROUP BY ALL HAVING n > 1 "
-        f"ORDER BY {keys} LIMIT 5"
-    ).fetchall()
-    total = con.sql(
-        f"SELECT count(*) FROM (SELECT {keys} FROM {source} GROUP BY ALL HAVING count(*) > 1)"
-    ).fetchall()[0][0]
-    return total, [str(row[:-1]) for row in rows]
-
-
 def run_checks(table_name: str, parquet: Path) -> list[AssetCheckResult]:
     """Evaluate every check of ``table_name`` on its staged file."""
     table = get_table(table_name)
     source = f"read_parquet('{parquet}')"
     results = []
     with connect() as con:
-        duplicates, examples = _duplicate_keys(con, table, source)
+        duplicates, examples = duplicate_keys(con, table, source)
         results.append(
             AssetCheckResult(
                 asset_key=table.name,

@@ -2,14 +2,17 @@
 
 The pipeline reports through a :class:`Progress` object (a Dagster resource). The
 CLI passes one that prints to the terminal; under ``dagster dev`` the default logs.
-Either way the timings and reuse facts are collected into the build report that
-``metabundle build`` writes to ``<out>/work/build_report.json``.
+Either way the timings, peak memory and reuse facts are collected into the build
+report that ``metabundle build`` writes to ``<out>/work/build_report.json``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import resource
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +34,54 @@ class StepRecord:
     seconds: float = 0.0
     status: str = "running"
     reused: dict[str, Any] = field(default_factory=dict)
+    peak_rss_mib: int | None = None
+
+
+#: How often a running step's resident memory is read.
+MEMORY_SAMPLE_S = 0.2
+
+
+def _resident_bytes() -> int | None:
+    """This process's resident memory now (None where ``/proc`` is not available)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _high_water_bytes() -> int:
+    """The process's peak resident memory so far (``ru_maxrss`` is in bytes on macOS,
+    KiB elsewhere)."""
+    mark = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return mark if sys.platform == "darwin" else mark * 1024
+
+
+class PeakMemory:
+    """The most memory this process held while a step ran: its high-water mark where
+    the step raised it, otherwise the largest of readings every :data:`MEMORY_SAMPLE_S`
+    (exact for the step that sets the build's peak, close for the others)."""
+
+    def __init__(self) -> None:
+        self._start_mark = _high_water_bytes()
+        self._largest = _resident_bytes() or 0
+        self._done = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        while not self._done.wait(MEMORY_SAMPLE_S):
+            self._largest = max(self._largest, _resident_bytes() or 0)
+
+    def stop(self) -> int:
+        """Stop sampling; the step's peak in MiB."""
+        self._done.set()
+        self._sampler.join()
+        mark = _high_water_bytes()
+        largest = max(self._largest, _resident_bytes() or 0)
+        if mark > self._start_mark:
+            largest = max(largest, mark)
+        return largest >> 20
 
 
 class Progress:
@@ -60,6 +111,7 @@ class Progress:
             self.records[name] = record
         self.message(name, "started")
         started = time.perf_counter()
+        memory = PeakMemory()
         try:
             yield record
         except BaseException:
@@ -67,12 +119,18 @@ class Progress:
             raise
         finally:
             record.seconds = round(time.perf_counter() - started, 3)
+            record.peak_rss_mib = memory.stop()
         record.status = "done"
         self.message(name, f"done in {record.seconds:.1f}s")
 
     def report(self) -> dict[str, Any]:
         return {
-            name: {"seconds": r.seconds, "status": r.status, "reused": r.reused}
+            name: {
+                "seconds": r.seconds,
+                "status": r.status,
+                "reused": r.reused,
+                "peak_rss_mib": r.peak_rss_mib,
+            }
             for name, r in self.records.items()
         }
 

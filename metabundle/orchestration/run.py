@@ -84,7 +84,8 @@ def run_build(settings: BuildSettings, progress: Progress) -> Path:
 
 
 def summary_lines(report: dict[str, dict[str, Any]], seconds: float) -> list[str]:
-    """What each step took and what it reused, for the end of ``metabundle build``."""
+    """What each step took (time, peak memory) and what it reused, for the end of
+    ``metabundle build``."""
     release = report.get("release", {}).get("reused", {})
     if release.get("release"):
         outcome = f"release {release.get('version')} is up to date (inputs unchanged)"
@@ -92,8 +93,10 @@ def summary_lines(report: dict[str, dict[str, Any]], seconds: float) -> list[str
         outcome = f"release {release.get('version', '?')} written"
     lines = [f"{seconds:.1f}s in all; {outcome}"]
     for step, record in report.items():
+        peak = record.get("peak_rss_mib")
+        memory = f"{peak:>7,} MiB" if peak is not None else " " * 11
         lines.append(
-            f"{step:<16} {record['seconds']:>7.1f}s  {_reuse_text(step, record['reused'])}"
+            f"{step:<16} {record['seconds']:>7.1f}s {memory}  {_reuse_text(step, record['reused'])}"
         )
     return lines
 

@@ -6,8 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import duckdb
+
 from metabundle.db import connect
-from metabundle.schemas import Table, duckdb_comments, duckdb_ddl, quote_identifier
+from metabundle.errors import ReleaseError
+from metabundle.schemas import (
+    Table,
+    duckdb_comments,
+    duckdb_ddl,
+    duplicate_keys,
+    quote_identifier,
+)
 
 # What serving looks rows up by, as index name -> SQL expression, per table. DuckDB
 # answers an equality filter from an ART index of one column or expression only: the
@@ -38,6 +47,8 @@ def write_duckdb(
                 f"INSERT INTO {quote_identifier(table.name)} "
                 f"SELECT * FROM read_parquet('{parquet}')"
             )
+            if len(table.primary_key) > 1:  # not declared in DuckDB: see duckdb_ddl
+                _check_unique(con, table)
             for name, expression in LOOKUP_INDEXES.get(table.name, {}).items():
                 index = quote_identifier(f"{table.name}_by_{name}")
                 con.execute(
@@ -47,3 +58,13 @@ def write_duckdb(
         for statement in macros:
             con.execute(statement)
         con.execute("CHECKPOINT")
+
+
+def _check_unique(con: duckdb.DuckDBPyConnection, table: Table) -> None:
+    """Refuse a table whose rows repeat its key of several columns."""
+    duplicates, examples = duplicate_keys(con, table, quote_identifier(table.name))
+    if duplicates:
+        raise ReleaseError(
+            f"Table {table.name} repeats {duplicates:,} keys "
+            f"({', '.join(table.primary_key)}), for example {examples[0]}."
+        )

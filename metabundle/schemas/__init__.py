@@ -18,6 +18,7 @@ from metabundle.schemas.derive import (
     duckdb_comments,
     duckdb_ddl,
     duckdb_type,
+    duplicate_keys,
     quote_identifier,
     sqlite_ddl,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "duckdb_comments",
     "duckdb_ddl",
     "duckdb_type",
+    "duplicate_keys",
     "get_table",
     "quote_identifier",
     "register",
