@@ -17,7 +17,8 @@ ones parse and embed only the generated vocabulary anew.
 
 For every size, in one run, smallest first:
 
-* build wall time and time per step (the build's progress lines), peak memory;
+* build wall time and peak memory, and each step's time and peak memory (the build
+  report);
 * release size per file kind;
 * a new process's first keyword and first hybrid ``search_all`` answer (wall time,
   of which open and first query);
@@ -56,7 +57,7 @@ from benchmarks.ann import release_path as ann_release_path
 from benchmarks.common import child_env, machine, print_and_save
 from benchmarks.corpus import upstream_dir, vocabulary
 from benchmarks.keyword import compare as keyword_compare
-from benchmarks.omop_athena import metabundle_command, stage_times
+from benchmarks.omop_athena import metabundle_command
 from benchmarks.omop_ingest import generate
 from benchmarks.serving import first_answer, mixed_queries, search_latency, serving_memory
 from metabundle.search.release import Release
@@ -127,12 +128,17 @@ def build(export: Path, work: Path, cache: Path | None) -> dict[str, Any]:
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"the build failed; its log ends: {text[-2000:]}")
     release = (work / "out" / "current").resolve()
+    # the build report's own timings: steps run side by side, so the log's lines
+    # cannot tell where one ends
     steps = json.loads((work / "out" / "work" / "build_report.json").read_text())["steps"]
     return {
         "wall_s": round(wall, 1),
-        "stages_s": stage_times(text),
         "peak_rss_mib": usage.ru_maxrss >> 10,
-        "steps_peak_rss_mib": {name: step.get("peak_rss_mib") for name, step in steps.items()},
+        "steps": {
+            name: {"s": round(step["seconds"], 1), "peak_rss_mib": step.get("peak_rss_mib")}
+            for name, step in steps.items()
+            if step.get("peak_rss_mib") is not None
+        },
         "release": release,
     }
 
@@ -266,12 +272,11 @@ def render(report: dict[str, Any]) -> str:
         *(
             (
                 f"step {step} s / peak MiB",
-                lambda s, step=step: "{} / {}".format(
-                    s["build"]["stages_s"].get(step),
-                    s["build"].get("steps_peak_rss_mib", {}).get(step),
+                lambda s, step=step: "{s} / {peak_rss_mib}".format(
+                    **s["build"]["steps"].get(step, {"s": None, "peak_rss_mib": None})
                 ),
             )
-            for step in sizes[-1]["build"]["stages_s"]
+            for step in sizes[-1]["build"]["steps"]
         ),
         *(
             (f"release {kind} MiB", lambda s, kind=kind: s["release_mib"].get(kind))

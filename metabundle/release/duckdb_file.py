@@ -19,12 +19,10 @@ from metabundle.schemas import (
 )
 
 # What serving looks rows up by, as index name -> SQL expression, per table. DuckDB
-# answers an equality filter from an ART index of one column or expression only: the
-# composite primary key's index does not serve a lookup by its first column, and a
-# filter on ``lower(name)`` otherwise reads every row (a whole row group, or the whole
-# table) per lookup.
+# answers an equality filter from an ART index of one column or expression only, and a
+# filter on ``lower(name)`` otherwise reads every row per lookup. (Identifiers are
+# looked up in ``search/identifiers.arrow`` instead: decision 17.)
 LOOKUP_INDEXES: dict[str, dict[str, str]] = {
-    "search_identifier": {"identifier": "identifier"},
     "omop_concept": {"lower_name": "lower(concept_name)", "lower_code": "lower(concept_code)"},
     "omop_concept_synonym": {"lower_name": "lower(concept_synonym_name)"},
 }

@@ -21,8 +21,9 @@ OPENING = """\
   release version is in each file's key-value metadata (`metabundle.release`).
 - **metabundle**: `metabundle search QUERY --release .`, `metabundle mcp --release .`.
   It memory-maps `fts/` (keyword arrays), `ann/` (vectors and one index per source)
-  and `search/doc_rows.arrow` (the `search_doc` columns a result shows, in docno order;
-  Arrow IPC, which pyarrow and polars read).
+  `search/doc_rows.arrow` (the `search_doc` columns a result shows, in docno order) and
+  `search/identifiers.arrow` (`search_identifier` in identifier order); both are
+  Arrow IPC, which pyarrow and polars read.
 - **Integrity**: `sha256sum -c SHA256SUMS` or `metabundle verify .`.
 
 Titles, descriptions and notes are untrusted text copied from the sources.

@@ -34,6 +34,7 @@ from metabundle.release.datasette_meta import assets_dir, write_datasette_files
 from metabundle.release.digest_record import record_digests
 from metabundle.release.doc_rows import DOC_ROWS_FILE, write_doc_rows
 from metabundle.release.duckdb_file import write_duckdb
+from metabundle.release.identifiers import IDENTIFIERS_FILE, write_identifiers
 from metabundle.release.manifest import (
     MANIFEST_FILE,
     Manifest,
@@ -272,6 +273,9 @@ def _assemble(
         report(
             f"{DOC_ROWS_FILE}: {write_doc_rows(parquet['search_doc'], root / DOC_ROWS_FILE):,} rows"
         )
+    if "search_identifier" in parquet:
+        rows = write_identifiers(parquet["search_identifier"], root / IDENTIFIERS_FILE)
+        report(f"{IDENTIFIERS_FILE}: {rows:,} rows")
     _drop_non_parquet_targets(parquet, declared)
     write_datapackage(root, version, sorted(parquet))
     (root / "README.md").write_text(release_readme(manifest))

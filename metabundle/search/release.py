@@ -24,6 +24,7 @@ from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
 from metabundle.index.vector_file import VectorFile, unrelated_cosine
 from metabundle.release.doc_rows import DOC_ROWS_FILE, DocRows
+from metabundle.release.identifiers import IDENTIFIERS_FILE, Identifiers
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
 from metabundle.search import mapped_pages
@@ -78,7 +79,6 @@ class Release:
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
         self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
-        self._identified: dict[str, tuple[int, ...]] = {}  # the latest identifier lookups
 
     @classmethod
     def open(
@@ -136,21 +136,16 @@ class Release:
         folder = self.path / "fts"
         return KeywordIndex.open(folder) if (folder / "meta.json").exists() else None
 
+    @cached_property
+    def identifiers(self) -> Identifiers:
+        """Every identifier and alias of the release's documents, memory-mapped."""
+        if IDENTIFIERS_FILE not in self._files:
+            raise release_outdated(IDENTIFIERS_FILE, "identifier lookups")
+        return Identifiers(self._checked_file(self.path / IDENTIFIERS_FILE))
+
     def identified(self, identifier: str) -> tuple[int, ...]:
-        """Docnos of the documents with this (normalized) identifier or alias, ascending;
-        the latest :data:`QUERIES_KEPT` lookups are kept (a request that ranks several
-        sources looks its query up once)."""
-        with self._lock:
-            kept = self._identified.get(identifier)
-        if kept is None:
-            rows = self.query(
-                "SELECT docno FROM search_identifier WHERE identifier = ? ORDER BY docno",
-                [identifier],
-            )
-            kept = tuple(int(row[0]) for row in rows)
-            with self._lock:
-                _keep(self._identified, identifier, kept)
-        return kept
+        """Docnos of the documents with this (normalized) identifier or alias, ascending."""
+        return self.identifiers.docnos(identifier)
 
     def trim_mapped_pages(self) -> bool:
         """Let this process's pages of the release's memory-mapped files go when they

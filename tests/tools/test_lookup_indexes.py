@@ -1,6 +1,7 @@
-"""The lookups every search request or grounding makes are keyed: DuckDB answers them
-from an index instead of reading the table (``release/duckdb_file.py``,
-``LOOKUP_INDEXES``)."""
+"""The lookups the OMOP concept tools make are keyed: DuckDB answers them from an index
+instead of reading the table (``release/duckdb_file.py``, ``LOOKUP_INDEXES``). Search
+requests look identifiers up in ``search/identifiers.arrow`` (``tests/index/
+test_identifiers.py``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from metabundle.search.services.omop.queries import concepts_by_id
 @pytest.mark.parametrize(
     ("table", "condition"),
     [
-        ("search_identifier", "identifier = '21001'"),
         ("omop_concept", "lower(concept_name) = 'sepsis'"),
         ("omop_concept", "lower(concept_code) = lower('K92.2')"),
         ("omop_concept_synonym", "lower(concept_synonym_name) = 'heart attack'"),
