@@ -326,6 +326,27 @@ def test_identical_vectors_are_indexed_once_and_all_found(
     assert found.tolist() == [1299, 1300]
 
 
+@pytest.mark.parametrize("hashed", ["by row", "all alike"])
+def test_identical_rows_are_grouped_byte_for_byte(data: np.ndarray, hashed: str) -> None:
+    """Rows are grouped by a hash, then checked byte for byte: the groups are those of
+    an exact comparison of every row, also when every row shares one hash (a collision
+    sorts the group out exactly), and -0.0 is not 0.0."""
+    vectors = data[:500].copy()
+    vectors[[40, 90, 410]] = vectors[12]
+    vectors[200:230] = vectors[199]
+    vectors[300, 0], vectors[301] = 0.0, vectors[300]
+    vectors[301, 0] = -0.0  # equal as numbers, not as bytes
+    row_hashes = ann._row_hashes if hashed == "by row" else lambda w: np.zeros(len(w), np.uint64)
+    first, copies = ann._identical_rows(vectors, row_hashes)
+    assert copies.tolist() == [
+        [40, 12],
+        [90, 12],
+        *([row, 199] for row in range(200, 230)),
+        [410, 12],
+    ]
+    assert first.tolist() == sorted(set(range(500)) - {40, 90, 410, *range(200, 230)})
+
+
 def test_auto_keeps_a_graph_that_finds_its_neighbours_and_scans_otherwise(
     tmp_path: Path, data: np.ndarray, monkeypatch: pytest.MonkeyPatch
 ) -> None:
