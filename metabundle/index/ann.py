@@ -657,11 +657,13 @@ def _identical_rows(
     words = np.ascontiguousarray(matrix).view(np.uint32).reshape(count, -1)
     hashes = row_hashes(words)
     order = np.argsort(hashes, kind="stable")
-    starts = np.flatnonzero(np.r_[True, hashes[order][1:] != hashes[order][:-1]])
+    hashes = hashes[order]
+    starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
     group_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, count]))
     first = np.empty(count, np.int64)
     first[order] = order[starts][group_of]  # the first row of each row's hash group
-    shared = np.flatnonzero(first != np.arange(count))
+    own = np.arange(count)
+    shared = np.flatnonzero(first != own)
     differs = np.zeros(count, bool)
     for start in range(0, shared.size, BLOCK_ROWS):
         block = shared[start : start + BLOCK_ROWS]
@@ -673,10 +675,8 @@ def _identical_rows(
         )
         _, first_of_group, group = np.unique(rows.ravel(), return_index=True, return_inverse=True)
         first[members] = members[first_of_group[group.ravel()]]
-    copy_rows = np.flatnonzero(first != np.arange(count))
-    return np.flatnonzero(first == np.arange(count)), np.stack(
-        [copy_rows, first[copy_rows]], axis=1
-    )
+    copy_rows = np.flatnonzero(first != own)
+    return np.flatnonzero(first == own), np.stack([copy_rows, first[copy_rows]], axis=1)
 
 
 def _build_usearch(

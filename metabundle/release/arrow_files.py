@@ -49,6 +49,11 @@ def read_batches(path: Path) -> tuple[pa.Schema, list[pa.RecordBatch]]:
     return reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)]
 
 
+def column_of(schema: pa.Schema, batches: list[pa.RecordBatch], name: str) -> pa.ChunkedArray:
+    """Column ``name`` of ``batches`` as one chunked array (no copy)."""
+    return pa.chunked_array([batch.column(name) for batch in batches], schema.field(name).type)
+
+
 class SortedStrings:
     """A sorted string column over batches of a mapped file, searched by binary
     search: a lookup reads about twenty values, whatever the column's length."""

@@ -19,7 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from metabundle.errors import ReleaseError
-from metabundle.release.arrow_files import SortedStrings, read_batches, write_arrow_file
+from metabundle.release.arrow_files import (
+    SortedStrings,
+    column_of,
+    read_batches,
+    write_arrow_file,
+)
 from metabundle.schemas.search import SHOWN_DOC_COLUMNS
 
 DOC_ROWS_FILE = "search/doc_rows.arrow"
@@ -95,11 +100,7 @@ class DocRows:
 
     @cached_property
     def _doc_ids(self) -> SortedStrings:
-        return SortedStrings(
-            pa.chunked_array(
-                [b.column("doc_id") for b in self.batches], self.schema.field("doc_id").type
-            )
-        )
+        return SortedStrings(column_of(self.schema, self.batches, "doc_id"))
 
     def table(self) -> pa.Table:
         """Every row (for checks and tests)."""
