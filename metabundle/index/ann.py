@@ -116,6 +116,10 @@ _BYTE_SIGNS = (np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1) * 
     np.float32
 )
 """Row ``b``: the signs (+1 for a set bit, most significant first) of code byte ``b``."""
+BLOCK_ROWS = 65_536
+"""Rows handled at a time where a build would otherwise copy the whole matrix
+(gathering and normalizing it, hashing rows, adding rows to a graph, packing sign
+codes): a copy of OMOP's 1.8M vectors is 1.8 GB."""
 BREADTH_PARAMS = {
     "usearch": "expansion_search",
     "hnswlib": "expansion_search",
@@ -144,6 +148,40 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
         raise ValueError("vectors contain NaN or infinity")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+UNIT_TOLERANCE = 1e-4
+"""A row whose squared length is this close to 1 counts as unit length."""
+
+
+def as_unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` itself when it already is a float32 C-contiguous matrix of unit (or
+    zero) rows, else :func:`unit_rows`'s normalized copy. The build normalizes a
+    source's matrix once (:func:`gather_unit_rows`) and every part of the ANN step reads
+    that one copy: a copy per part held three at once, 25 GB at 6.5M vectors."""
+    if (
+        isinstance(vectors, np.ndarray)
+        and vectors.dtype == np.float32
+        and vectors.ndim == 2
+        and vectors.shape[1]
+        and vectors.flags.c_contiguous
+    ):
+        squared = np.einsum("ij,ij->i", vectors, vectors)
+        if np.all((np.abs(squared - 1.0) < UNIT_TOLERANCE) | (squared == 0.0)):
+            return vectors
+    return unit_rows(vectors)
+
+
+def gather_unit_rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``unit_rows(vectors[rows])``, gathered a block of rows at a time into one float32
+    matrix: a memory-mapped float16 vector file is never copied whole in its own type
+    beside the float32 matrix."""
+    rows = np.asarray(rows, dtype=np.int64)
+    matrix = np.empty((rows.size, vectors.shape[1]), np.float32)
+    for start in range(0, rows.size, BLOCK_ROWS):
+        block = rows[start : start + BLOCK_ROWS]
+        matrix[start : start + block.size] = unit_rows(vectors[block])
     return matrix
 
 
@@ -500,7 +538,7 @@ def self_recall(
     seeded sample of its own vectors asks for its neighbours, itself left out, against
     brute force; tie-aware (a found key counts when its exact score reaches the true
     10th best, since identical vectors tie)."""
-    matrix = unit_rows(vectors)
+    matrix = as_unit_rows(vectors)
     if len(matrix) <= 11:
         return 1.0
     rows = np.random.default_rng(SELF_RECALL_SEED).choice(len(matrix), sample, replace=True)
@@ -552,18 +590,20 @@ def build_ann_index(
 ) -> None:
     """Build an HNSW index over unit ``vectors`` (n, d) with int64 ``keys`` at ``path``.
 
-    Rows are re-normalized defensively. ``dtype`` is usearch's storage scalar (``f16``
-    default: half the size of f32, recall unchanged for unit vectors; also ``f32``,
-    ``bf16``, ``i8``); hnswlib always stores f32 and records that. ``connectivity`` is
-    HNSW ``M``; ``expansion_add``/``expansion_search`` are ``ef_construction``/``ef``.
-    ``threads=1`` keeps the file reproducible (see the module docstring). ``bitscan``
-    takes none of these: it stores sign codes and the corpus mean. ``progress`` is
-    called with (vectors inserted, vectors to insert) as a usearch graph grows (an hour
-    for millions of vectors); the other backends take seconds and do not call it.
+    Rows not of unit length are normalized in a copy (:func:`as_unit_rows`); a float32
+    matrix of unit rows is indexed as it is, without one. ``dtype`` is usearch's
+    storage scalar (``f16`` default: half the size of f32, recall unchanged for unit
+    vectors; also ``f32``, ``bf16``, ``i8``); hnswlib always stores f32 and records
+    that. ``connectivity`` is HNSW ``M``; ``expansion_add``/``expansion_search`` are
+    ``ef_construction``/``ef``. ``threads=1`` keeps the file reproducible (see the
+    module docstring). ``bitscan`` takes none of these: it stores sign codes and the
+    corpus mean. ``progress`` is called with (vectors inserted, vectors to insert) as a
+    usearch graph grows (an hour for millions of vectors); the other backends take
+    seconds and do not call it.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown ANN backend {backend!r} (known: {', '.join(BACKENDS)})")
-    matrix = unit_rows(vectors)
+    matrix = as_unit_rows(vectors)
     key_array = np.asarray(keys, dtype=np.int64).reshape(-1)
     if key_array.shape[0] != matrix.shape[0]:
         raise ValueError(f"{key_array.shape[0]} keys for {matrix.shape[0]} vectors")
@@ -586,7 +626,7 @@ def build_ann_index(
         _atomic_write(
             path,
             lambda tmp: _build_usearch(
-                matrix[first], key_array[first], tmp, dtype, params, progress
+                matrix, first, key_array[first], tmp, dtype, params, progress
             ),
         )
         extra = {"dtype": dtype, "metric": "cos"}
@@ -596,8 +636,7 @@ def build_ann_index(
         )
         extra = {"dtype": "f32", "metric": "ip", "space": "ip"}
     else:
-        mean = matrix[first].mean(axis=0) if first.size else np.zeros(matrix.shape[1])
-        mean = mean.astype(np.float32)
+        mean = _mean_of_rows(matrix, first)
         _atomic_write(path, lambda tmp: _build_bitscan(matrix, first, key_array[first], tmp, mean))
         extra = {"dtype": "b1", "metric": "hamming", "mean": [float(x) for x in mean]}
         params = {"rescore_pool": BITSCAN_POOL}
@@ -622,11 +661,6 @@ def write_sidecar(path: Path, info: dict[str, Any]) -> None:
     """Write ``info`` as the JSON sidecar of the index at ``path`` (atomically)."""
     text = json.dumps(info, indent=2, sort_keys=True) + "\n"
     _atomic_write(path.with_suffix(".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-#: Rows handled at a time where a build would otherwise copy the whole matrix (hashing
-#: rows, packing sign codes): a copy of OMOP's 1.8M vectors is 1.8 GB.
-BLOCK_ROWS = 65_536
 
 
 def _row_hashes(words: np.ndarray) -> np.ndarray:
@@ -681,21 +715,16 @@ def _identical_rows(
 
 def _build_usearch(
     matrix: np.ndarray,
+    rows: np.ndarray,
     keys: np.ndarray,
     tmp: Path,
     dtype: str,
     params: dict[str, int],
     progress: Progress | None,
 ) -> None:
+    """A graph of ``matrix[rows]`` keyed by ``keys``, its rows added a block at a time
+    (in order, so the graph is the one a single call builds)."""
     from usearch.index import Index
-
-    def tick(done: int, total: int) -> bool:
-        assert progress is not None
-        progress(done, total)
-        return True
-
-    # usearch compares the annotations with the types themselves, not their names
-    tick.__annotations__ = {"done": int, "total": int, "return": bool}
 
     index = Index(
         ndim=matrix.shape[1],
@@ -705,14 +734,27 @@ def _build_usearch(
         expansion_add=params["expansion_add"],
         expansion_search=params["expansion_search"],
     )
-    if len(keys):
+    for start in range(0, rows.size, BLOCK_ROWS):
+        block = rows[start : start + BLOCK_ROWS]
         index.add(
-            keys.astype(np.uint64),
-            matrix,
+            keys[start : start + block.size].astype(np.uint64),
+            matrix[block],
             threads=params["threads"],
-            progress=tick if progress is not None else None,
+            progress=None if progress is None else _usearch_tick(progress, start, rows.size),
         )
     index.save(os.fspath(tmp))
+
+
+def _usearch_tick(progress: Progress, before: int, total: int) -> Callable[[int, int], bool]:
+    """usearch's progress callback for a block added after ``before`` of ``total`` rows."""
+
+    def tick(done: int, _block: int) -> bool:
+        progress(before + done, total)
+        return True
+
+    # usearch compares the annotations with the types themselves, not their names
+    tick.__annotations__ = {"done": int, "_block": int, "return": bool}
+    return tick
 
 
 def _build_hnswlib(matrix: np.ndarray, keys: np.ndarray, tmp: Path, params: dict[str, int]) -> None:
@@ -728,6 +770,15 @@ def _build_hnswlib(matrix: np.ndarray, keys: np.ndarray, tmp: Path, params: dict
     if len(keys):
         index.add_items(matrix, keys, num_threads=params["threads"])
     index.save_index(os.fspath(tmp))
+
+
+def _mean_of_rows(matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The float32 mean of ``matrix[rows]`` (zeros for no rows), summed in float64 a
+    block of rows at a time instead of from a copy of those rows."""
+    total = np.zeros(matrix.shape[1], np.float64)
+    for start in range(0, rows.size, BLOCK_ROWS):
+        total += matrix[rows[start : start + BLOCK_ROWS]].sum(axis=0, dtype=np.float64)
+    return (total / max(rows.size, 1)).astype(np.float32)
 
 
 def _build_bitscan(

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from metabundle.index.ann import (
+    as_unit_rows,
     open_ann_index,
     recall_at_10,
-    unit_rows,
     write_sidecar,
 )
 
@@ -59,8 +59,8 @@ def widen(
     :data:`WIDEN_STEPS` times; write the breadth and the recall reached into its
     sidecar and return both."""
     index = open_ann_index(path)
-    matrix = unit_rows(vectors)
-    queries = unit_rows(probes)
+    matrix = as_unit_rows(vectors)
+    queries = as_unit_rows(probes)
     recall = recall_at_10(index, matrix, keys, queries, PROBE_DEPTH)
     for _ in range(WIDEN_STEPS):
         if recall >= PROBE_MIN_RECALL:

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from metabundle.config import BuildSettings
 from metabundle.db import connect
-from metabundle.index.ann import build_source_index, save_vectors
+from metabundle.index.ann import build_source_index, gather_unit_rows, save_vectors
 from metabundle.index.ann_breadth import probe_rows, widen
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
@@ -555,7 +555,7 @@ def build_ann_indexes(
         all_docnos = rows["docno"].astype(np.int64)
         for source in sorted(set(rows["source"].tolist())):
             keys = all_docnos[rows["source"] == source]
-            matrix = np.asarray(vectors[keys], dtype=np.float32)
+            matrix = gather_unit_rows(vectors, keys)  # the one copy every part reads
             progress = _graph_progress(report, source)
             path, recall = build_source_index(matrix, keys, folder / source, backend, progress)
             chosen[source] = path.suffix.lstrip(".")
@@ -565,7 +565,7 @@ def build_ann_indexes(
                 notes.append(f"recall@10 of the graph on its own vectors {recall:.3f}")
             probes = probe_rows(keys, all_docnos)
             if probes.size:
-                wide, reached = widen(path, matrix, keys, np.asarray(vectors[probes], np.float32))
+                wide, reached = widen(path, matrix, keys, gather_unit_rows(vectors, probes))
                 probed[source] = round(reached, 4)
                 breadth[source] = wide
                 notes.append(

@@ -14,13 +14,16 @@ from metabundle.index.ann import (
     BACKENDS,
     BITSCAN_POOL,
     AnnIndex,
+    as_unit_rows,
     build_ann_index,
     build_source_index,
     filtered_search,
+    gather_unit_rows,
     load_vectors,
     open_ann_index,
     save_vectors,
     self_recall,
+    unit_rows,
 )
 from metabundle.index.steps import _graph_progress
 
@@ -384,6 +387,51 @@ def test_auto_rules_out_a_graph_by_a_sample_before_building_the_whole(
     kept, whole = build_source_index(data, keys, tmp_path / "kept")
     assert kept.name == "kept.usearch"
     assert whole == self_recall(open_ann_index(kept), data, keys)
+
+
+def test_a_unit_matrix_is_used_as_it_is_and_anything_else_normalized_in_a_copy(
+    tmp_path: Path, data: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build normalizes a source's matrix once and every part reads that copy."""
+    save_vectors(data, tmp_path / "v16.npy")
+    stored = load_vectors(tmp_path / "v16.npy")
+    rows = np.array([4, 0, 4999, 17, 2500, 3])
+    monkeypatch.setattr(ann, "BLOCK_ROWS", 4)  # gathered over two blocks
+    matrix = gather_unit_rows(stored, rows)
+    np.testing.assert_array_equal(matrix, unit_rows(stored[rows]))
+    assert as_unit_rows(matrix) is matrix
+    zero_row = np.vstack([matrix, np.zeros((1, DIM), np.float32)])
+    assert as_unit_rows(zero_row) is zero_row
+    for other in (2 * matrix, matrix.astype(np.float64), np.asfortranarray(matrix)):
+        copy = as_unit_rows(other)
+        assert copy is not other and copy.dtype == np.float32 and copy.flags.c_contiguous
+        np.testing.assert_allclose(copy, matrix, atol=1e-6)
+    broken = matrix.copy()
+    broken[1, 3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        as_unit_rows(broken)
+
+
+@pytest.mark.parametrize("copies", [False, True])
+def test_a_graph_added_a_block_at_a_time_is_the_graph_of_one_call(
+    tmp_path: Path, data: np.ndarray, copies: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors = data[:1200].copy()
+    if copies:
+        vectors[7::5] = vectors[2]
+    keys = np.arange(1200, dtype=np.int64) * 2
+    build_ann_index(vectors, keys, tmp_path / "whole.usearch", "usearch")
+    monkeypatch.setattr(ann, "BLOCK_ROWS", 256)
+    seen: list[tuple[int, int]] = []
+    build_ann_index(
+        vectors, keys, tmp_path / "blocks.usearch", "usearch", progress=lambda *p: seen.append(p)
+    )
+    whole, blocks = tmp_path / "whole.usearch", tmp_path / "blocks.usearch"
+    assert blocks.read_bytes() == whole.read_bytes()
+    indexed = open_ann_index(blocks).info["indexed"]
+    assert indexed == (961 if copies else 1200)
+    assert seen[-1] == (indexed, indexed) and {total for _, total in seen} == {indexed}
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
 
 
 def test_a_growing_graph_reports_its_progress(tmp_path: Path, data: np.ndarray) -> None:
