@@ -134,6 +134,12 @@ class RuntimeSettings(Settings):
         description="Resident pages of the release's memory-mapped files a serving process "
         "keeps before it lets them go (0: never).",
     )
+    duckdb_memory_mb: int = Field(
+        default=2048,
+        ge=64,
+        description="DuckDB memory of a serving process: the release's table blocks and "
+        "index nodes it keeps between queries, and each query's working memory.",
+    )
     datasette_dir: Path | None = Field(
         default=None, description="The Datasette template folder (else the checkout's)."
     )

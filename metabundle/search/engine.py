@@ -16,7 +16,6 @@ from typing import Any
 
 import duckdb
 
-DEFAULT_MEMORY_LIMIT = "2GB"
 DEFAULT_THREADS = 2
 
 
@@ -37,7 +36,7 @@ def hardened_config(memory_limit: str, threads: int) -> dict[str, Any]:
 def open_hardened(
     database: Path,
     *,
-    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    memory_limit: str,
     threads: int = DEFAULT_THREADS,
 ) -> duckdb.DuckDBPyConnection:
     """``database`` opened read-only, file system off, configuration locked."""

@@ -28,7 +28,7 @@ from metabundle.release.identifiers import IDENTIFIERS_FILE, Identifiers
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
 from metabundle.search import mapped_pages
-from metabundle.search.engine import DEFAULT_MEMORY_LIMIT, DEFAULT_THREADS, open_hardened
+from metabundle.search.engine import DEFAULT_THREADS, open_hardened
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
 from metabundle.search.sql_guard import first_line
 from metabundle.search.sql_pool import SqlWorkers
@@ -85,10 +85,13 @@ class Release:
         cls,
         path: Path | str,
         *,
-        memory_limit: str = DEFAULT_MEMORY_LIMIT,
+        memory_limit: str | None = None,
         threads: int = DEFAULT_THREADS,
     ) -> Release:
-        """Open the release at ``path`` (a release folder, ``current`` or a build folder)."""
+        """Open the release at ``path`` (a release folder, ``current`` or a build folder);
+        DuckDB's memory is ``memory_limit`` or ``METABUNDLE_DUCKDB_MEMORY_MB``."""
+        if memory_limit is None:
+            memory_limit = f"{RuntimeSettings.current().duckdb_memory_mb}MB"
         return cls(resolve_release(Path(path)), memory_limit=memory_limit, threads=threads)
 
     def close(self) -> None:
