@@ -131,8 +131,9 @@ class RuntimeSettings(Settings):
     mapped_pages_mb: int = Field(
         default=256,
         ge=0,
-        description="Resident pages of the release's memory-mapped files a serving process "
-        "keeps before it lets them go (0: never).",
+        description="A serving process lets its pages of the release's memory-mapped files "
+        "go after a call when its resident file-backed pages (its libraries' code included) "
+        "pass this many MB (0: never).",
     )
     duckdb_memory_mb: int = Field(
         default=2048,

@@ -834,24 +834,31 @@ def open_ann_index(path: Path, backend: str | None = None) -> AnnIndex:
 # -- exact vectors and filtered search ------------------------------------------------
 
 
-def save_vectors(vectors: np.ndarray, path: Path, dtype: str = "float16") -> None:
+def save_vectors(vectors: Vectors, path: Path, dtype: str = "float16") -> None:
     """Write ``vectors`` (n, d) as ``.npy`` in ``dtype`` (float16 default, or float32).
 
     float16 halves the file at a cost of about 1e-3 in cosine; scoring upcasts to
     float32. Row ``i`` must be the vector of key ``i``. Written atomically, a block of
-    rows at a time, so a memory-mapped input is never held whole.
+    rows at a time through the file (the same bytes as :func:`numpy.save`), so neither
+    the input (a matrix, a memory map, a :class:`VectorFile`) nor the output is held
+    whole.
     """
     if dtype not in ("float16", "float32"):
         raise ValueError("dtype must be 'float16' or 'float32'")
-    if vectors.ndim != 2:
+    if len(vectors.shape) != 2:
         raise ValueError(f"expected a (n, d) matrix, got shape {vectors.shape}")
+    header = {
+        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+        "fortran_order": False,
+        "shape": tuple(int(n) for n in vectors.shape),
+    }
 
     def write(tmp: Path) -> None:
-        matrix = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=vectors.shape)
-        for start in range(0, len(vectors), SAVE_ROWS):
-            matrix[start : start + SAVE_ROWS] = vectors[start : start + SAVE_ROWS]
-        matrix.flush()
-        del matrix
+        with tmp.open("wb") as handle:
+            np.lib.format.write_array_header_1_0(handle, header)
+            for start in range(0, vectors.shape[0], SAVE_ROWS):
+                block = vectors[start : start + SAVE_ROWS]
+                handle.write(np.ascontiguousarray(block, dtype=dtype).data)
 
     _atomic_write(Path(path), write)
 

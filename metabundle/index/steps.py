@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from metabundle.config import BuildSettings
 from metabundle.db import connect
-from metabundle.index.ann import build_source_index, gather_unit_rows, save_vectors
+from metabundle.index.ann import Vectors, build_source_index, gather_unit_rows, save_vectors
 from metabundle.index.ann_breadth import probe_rows, widen
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
@@ -56,7 +56,7 @@ from metabundle.index.variants import (
     variant_table,
     write_variants,
 )
-from metabundle.index.vector_file import unrelated_cosine
+from metabundle.index.vector_file import VectorFile, create_rows, unrelated_cosine
 from metabundle.meter import Meter
 from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext
@@ -437,13 +437,23 @@ def build_embeddings(
         total = len(texts)
         meter = _EmbeddingMeter(report, "embedding", embedder.model_id, total)
         cache = EmbeddingCache(settings.cache_dir / "embeddings")
+        # every document's float32 vector, written through a map whose pages are let go
+        # part by part, then read a block at a time (a VectorFile) into the release's
+        # float16 file and the embedding table: at 3M documents these two files were
+        # 4.6 GB of the step's resident pages
         gathered = folder / ".vectors-float32.npy"
-        vectors = np.lib.format.open_memmap(
-            gathered, mode="w+", dtype=np.float32, shape=(total, embedder.dimension)
-        )
+        mapped, rows = create_rows(gathered, (total, embedder.dimension), np.float32)
         stats = embed_into(
-            embedder, texts, cache, vectors, on_start=meter.start, progress=meter.advance
+            embedder,
+            texts,
+            cache,
+            rows,
+            on_start=meter.start,
+            progress=meter.advance,
+            after_part=mapped.let_go,
         )
+        del rows
+        mapped.close()
         meter.close()
         del texts
         if shard_stats:  # the shards embedded what this step found cached
@@ -454,11 +464,12 @@ def build_embeddings(
             f"embeddings: {stats['requested']:,} texts, {stats['cached']:,} from cache, "
             f"{stats['embedded']:,} embedded ({embedder.model_id})"
         )
+        vectors = VectorFile(gathered)
         save_vectors(vectors, folder / "vectors.npy")
         staged = _stage_embedding_table(
             table.select(["docno", "doc_id"]), vectors, embedder.model_id, folder
         )
-        del vectors
+        vectors.close()
         gathered.unlink()
         info = {
             "embedding_provider": embedder.provider,
@@ -479,8 +490,14 @@ def build_embeddings(
     return _cached_step(settings, "embeddings", key, make)
 
 
+EMBEDDING_STAGING_MEMORY = "1GB"
+"""DuckDB's memory while it stages the ``embedding`` table: unbounded, its file cache and
+parallel row groups held 4.5 GB at 3M documents; at 1 GB it holds 1.5 GB for a third
+more time (``benchmarks/README.md``)."""
+
+
 def _stage_embedding_table(
-    ids: pa.Table, vectors: np.ndarray, model_id: str, folder: Path
+    ids: pa.Table, vectors: Vectors, model_id: str, folder: Path
 ) -> StagedTable:
     """The ``embedding`` table (document ids and ``vectors``, row for row), written a
     block of rows at a time and staged through the registry."""
@@ -514,6 +531,7 @@ def _stage_embedding_table(
     # DuckDB reads the file itself: through an Arrow dataset it held about five times
     # the vectors in memory at a million documents (5.7 GB), reading ahead of the write.
     with connect() as con:
+        con.execute(f"SET memory_limit = '{EMBEDDING_STAGING_MEMORY}'")
         staged = stage_table(
             "embedding",
             con.read_parquet(str(raw)),

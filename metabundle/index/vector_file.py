@@ -5,7 +5,7 @@ memory map each of those reads makes pages around it resident in the serving pro
 (the kernel maps the whole page-cache folio around a fault, often hundreds of KB), so a
 million-document release's process held the better part of its 485 MB vector file after
 one query's reads. :class:`VectorFile` gathers the rows from its map and lets the map's
-pages go (:class:`~metabundle.mapped.ReadOnlyMap`): the rows are copied out, the file
+pages go (:class:`~metabundle.mapped.MappedFile`): the rows are copied out, the file
 stays in the page cache, and the process keeps none of it. At 1M documents that takes
 1.3 ms for 1,000 rows where one ``preadv`` a row took 2.9 ms (``benchmarks/README.md``).
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from metabundle.mapped import ReadOnlyMap
+from metabundle.mapped import MappedFile
 
 UNRELATED_PAIRS = 4000
 UNRELATED_SHARE = 0.001
@@ -31,6 +31,26 @@ def load_vectors(path: Path) -> np.ndarray:
     if matrix.ndim != 2:
         raise ValueError(f"{path} holds shape {matrix.shape}, not (n, d)")
     return matrix
+
+
+def mapped_rows(path: Path, *, writable: bool = False) -> tuple[MappedFile, np.ndarray]:
+    """The map of the 2-D ``.npy`` at ``path`` and its matrix, a view of the map (read
+    in place, or written when ``writable``)."""
+    header = load_vectors(path)
+    if not header.flags.c_contiguous:
+        raise ValueError(f"{path} holds a Fortran-ordered matrix, not rows")
+    shape, dtype, offset = header.shape, header.dtype, int(header.offset)
+    del header
+    mapped = MappedFile(path, writable=writable)
+    matrix = np.frombuffer(mapped.map, dtype, count=shape[0] * shape[1], offset=offset)
+    return mapped, matrix.reshape(shape)
+
+
+def create_rows(path: Path, shape: tuple[int, int], dtype: Any) -> tuple[MappedFile, np.ndarray]:
+    """A new ``.npy`` of ``shape`` at ``path`` (zeros), mapped for writing
+    (:func:`mapped_rows`)."""
+    np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape).flush()
+    return mapped_rows(path, writable=True)
 
 
 def unrelated_cosine(vectors: Any) -> float | None:
@@ -50,27 +70,22 @@ def unrelated_cosine(vectors: Any) -> float | None:
 class VectorFile:
     """The rows of a 2-D ``.npy`` matrix (as :func:`~metabundle.index.ann.save_vectors`
     writes it), indexed like a read-only array: ``vectors[rows]`` for an integer or an
-    integer array, ``len``, ``shape``, ``dtype``, ``np.asarray`` for the whole matrix.
-    Every read is a copy, after which none of the file stays resident."""
+    integer array or a slice, ``len``, ``shape``, ``dtype``, ``np.asarray`` for the
+    whole matrix. Every read is a copy, after which none of the file stays resident."""
 
     def __init__(self, path: Path) -> None:
-        mapped = load_vectors(path)
-        if not mapped.flags.c_contiguous:
-            raise ValueError(f"{path} holds a Fortran-ordered matrix, not rows")
         self.path = Path(path)
-        self.shape: tuple[int, int] = (int(mapped.shape[0]), int(mapped.shape[1]))
-        self.dtype = mapped.dtype
-        offset = int(mapped.offset)
-        del mapped
-        self._map: ReadOnlyMap | None = ReadOnlyMap(self.path)
-        self._rows = np.frombuffer(
-            self._map.map, self.dtype, count=self.shape[0] * self.shape[1], offset=offset
-        ).reshape(self.shape)
+        self._map: MappedFile | None
+        self._map, self._rows = mapped_rows(self.path)
+        self.shape: tuple[int, int] = (int(self._rows.shape[0]), int(self._rows.shape[1]))
+        self.dtype = self._rows.dtype
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def __getitem__(self, rows: Any) -> np.ndarray:
+        if isinstance(rows, slice):  # a block of rows
+            rows = np.arange(*rows.indices(self.shape[0]))
         keys = np.asarray(rows)
         if keys.dtype.kind not in "iu":
             raise TypeError(f"rows of {self.path.name} are taken by integer row numbers")
@@ -91,5 +106,5 @@ class VectorFile:
         """Let the map go (reads after this are refused)."""
         if self._map is not None:
             del self._rows  # the view holds the map open
-            self._map.map.close()
+            self._map.close()
             self._map = None

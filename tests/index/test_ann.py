@@ -26,6 +26,7 @@ from metabundle.index.ann import (
     unit_rows,
 )
 from metabundle.index.steps import _graph_progress
+from metabundle.index.vector_file import VectorFile
 
 N, DIM, K = 5000, 64, 10
 
@@ -199,6 +200,25 @@ def test_vectors_roundtrip_memory_mapped(tmp_path: Path, data: np.ndarray) -> No
     np.testing.assert_array_equal(v32, data)
     np.testing.assert_allclose(v16, data, atol=1e-3)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v16.npy", "v32.npy"]
+
+
+def test_vectors_are_written_a_block_at_a_time_as_numpy_saves_them(
+    tmp_path: Path, data: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a matrix or a mapped file, in blocks that do not divide the rows: the bytes
+    of ``numpy.save``."""
+    monkeypatch.setattr(ann, "SAVE_ROWS", 7)
+    np.save(tmp_path / "expected16.npy", data.astype(np.float16))
+    np.save(tmp_path / "expected32.npy", data)
+    save_vectors(data, tmp_path / "from-matrix.npy")
+    save_vectors(data, tmp_path / "float32.npy", dtype="float32")
+    mapped = VectorFile(tmp_path / "float32.npy")
+    save_vectors(mapped, tmp_path / "from-file.npy")
+    mapped.close()
+    expected = (tmp_path / "expected16.npy").read_bytes()
+    assert (tmp_path / "from-matrix.npy").read_bytes() == expected
+    assert (tmp_path / "from-file.npy").read_bytes() == expected
+    assert (tmp_path / "float32.npy").read_bytes() == (tmp_path / "expected32.npy").read_bytes()
 
 
 # -- filtered search ----------------------------------------------------------------------

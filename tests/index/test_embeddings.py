@@ -360,6 +360,10 @@ def test_embedding_into_a_memory_map_gives_the_vectors_in_input_order(
     out = np.lib.format.open_memmap(
         tmp_path / "vectors.npy", mode="w+", dtype=np.float32, shape=(5, wordllama.dimension)
     )
-    stats = embed_into(wordllama, texts, cache, out)
+    parts_written: list[int] = []
+    stats = embed_into(
+        wordllama, texts, cache, out, after_part=lambda: parts_written.append(len(parts_written))
+    )
     assert stats == {"requested": 5, "unique": 3, "cached": 2, "embedded": 1}
     np.testing.assert_allclose(out, wordllama.embed(texts), atol=1e-6)
+    assert parts_written == [0, 1]  # once after each of the cache's two parts

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from metabundle.index.ann import build_ann_index, filtered_search, open_ann_index, save_vectors
-from metabundle.index.vector_file import VectorFile
+from metabundle.index.vector_file import VectorFile, create_rows
 
 
 @pytest.fixture
@@ -35,6 +35,8 @@ def test_rows_are_the_matrix_rows_in_the_order_asked(matrix) -> None:
     for rows in (scattered, repeated, grid, np.arange(5000), np.empty(0, np.int64)):
         assert np.array_equal(file[rows], stored[rows])
     assert np.array_equal(file[17], stored[17])
+    for block in (slice(10, 20), slice(4990, 6000), slice(None), slice(7, 7)):
+        assert np.array_equal(file[block], stored[block])
     assert np.array_equal(np.asarray(file, dtype=np.float32), stored.astype(np.float32))
 
 
@@ -108,3 +110,18 @@ def _maps_of(path: Path) -> int:
     """This process's mappings of ``path``."""
     lines = Path("/proc/self/maps").read_text().splitlines()
     return sum(line.endswith(" " + str(path)) for line in lines)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+def test_a_matrix_written_through_a_map_is_kept_once_its_pages_are_let_go(tmp_path) -> None:
+    """What a build writes through :func:`create_rows` stays in the file, not in the
+    process, once the map lets its pages go."""
+    vectors = np.random.default_rng(5).standard_normal((100_000, 64)).astype(np.float32)
+    mapped, rows = create_rows(tmp_path / "out.npy", vectors.shape, np.float32)
+    rows[::-1] = vectors[::-1]  # scattered writes, as a cache hands back its parts
+    assert _resident_kb(tmp_path / "out.npy") > 4096
+    mapped.let_go()
+    assert _resident_kb(tmp_path / "out.npy") == 0
+    del rows
+    mapped.close()
+    assert np.array_equal(np.load(tmp_path / "out.npy"), vectors)

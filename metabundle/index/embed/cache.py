@@ -313,11 +313,13 @@ def embed_into(
     progress: ProgressCallback | None = None,
     on_start: Callable[[int], None] | None = None,
     chunk_texts: int | None = None,
+    after_part: Callable[[], None] | None = None,
 ) -> CacheStats:
     """Write the vector of every text into row ``i`` of ``out`` (``(len(texts), d)``,
     e.g. a memory-mapped ``.npy``), embedding only distinct texts not yet cached (as
     :func:`fill_cache` does, chunk by chunk), then reading the cache part by part, so
-    neither the cache nor the vectors need fit in memory."""
+    neither the cache nor the vectors need fit in memory; ``after_part`` is called
+    after each part's rows are written (to let a map's pages go)."""
     filled = _fill(
         embedder, texts, cache, progress=progress, on_start=on_start, chunk_texts=chunk_texts
     )
@@ -328,6 +330,8 @@ def embed_into(
         starts = np.repeat(bounds[positions], counts)
         within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
         out[documents[starts + within]] = np.repeat(vectors, counts, axis=0)
+        if after_part is not None:
+            after_part()
     return filled.stats
 
 
