@@ -14,7 +14,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "metabundle"
 SPLIT = ("index.steps", "release.writer")
-FOUNDATION = {"errors", "settings", "digest", "db", "meter", "upstream", "http_client"}
+FOUNDATION = {"errors", "settings", "digest", "db", "meter", "mapped", "upstream", "http_client"}
 
 ALLOWED: dict[str, set[str]] = {
     # foundation: what both sides use
@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "digest": set(),
     "db": set(),
     "meter": set(),
+    "mapped": set(),
     "upstream": {"errors"},
     "http_client": {"digest", "errors"},
     "terminal": {"meter"},

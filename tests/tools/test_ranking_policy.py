@@ -10,12 +10,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import metabundle.search.services as services
 from metabundle.index.ann import filtered_search
 from metabundle.index.tokenizer import tokenize
 from metabundle.index.variants import ALTERNATIVE_WEIGHT
+from metabundle.index.vector_file import VectorFile
 from metabundle.search.ranking.pipeline import candidates, new_retrieval, rank
 from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
 from metabundle.search.ranking.stages import query_words, title_candidates, title_match
@@ -225,8 +227,14 @@ def test_a_source_kept_whole_is_searched_through_its_index(
     docnos = release.source_ranges["omop"]
     vectors = release.vectors
     read: list[int] = []
-    read_rows = vectors._read
-    monkeypatch.setattr(vectors, "_read", lambda rows: read.append(rows.size) or read_rows(rows))
+    read_rows = type(vectors).__getitem__
+
+    def counted(self: VectorFile, rows: Any) -> np.ndarray:
+        asked = range(len(self))[rows] if isinstance(rows, slice) else np.asarray(rows)
+        read.append(len(asked) if isinstance(asked, range) else asked.size)
+        return read_rows(self, rows)
+
+    monkeypatch.setattr(type(vectors), "__getitem__", counted)
     found = semantic_candidates(release, "heart attack", source_mask(release, ["omop"]), 50)
     assert sum(read) < len(docnos) / 2  # the candidates, not the whole source
     index = release.ann_index("omop")
