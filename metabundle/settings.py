@@ -135,11 +135,18 @@ class RuntimeSettings(Settings):
         "go after a call when its resident file-backed pages (its libraries' code included) "
         "pass this many MB (0: never).",
     )
+    duckdb_kept_mb: int = Field(
+        default=64,
+        ge=0,
+        description="DuckDB memory a serving process keeps between tool calls (the table "
+        "blocks and index nodes it has read); more is let go when no call is running "
+        "(0: never).",
+    )
     duckdb_memory_mb: int = Field(
         default=2048,
         ge=64,
-        description="DuckDB memory of a serving process: the release's table blocks and "
-        "index nodes it keeps between queries, and each query's working memory.",
+        description="DuckDB memory of a serving process: each query's working memory and "
+        "the release's table blocks and index nodes it reads (see duckdb_kept_mb).",
     )
     datasette_dir: Path | None = Field(
         default=None, description="The Datasette template folder (else the checkout's)."

@@ -6,7 +6,11 @@ temporary spill, a memory limit and a thread count. On top of those the local fi
 system is switched off once the database is open: with external access off DuckDB
 still lets a query read the database file itself and its ``.wal``/``.tmp`` siblings
 (``read_blob``, ``read_text``, ``read_duckdb``, ``glob``); with the file system off
-no query can open any file, while the open database keeps reading its pages.
+no query can open any file, while the open database keeps reading its pages. A
+connection that runs SQL from outside (``run_sql``'s workers) then locks its
+configuration; the serving connection, which runs only the search core's own
+parameterized SQL, keeps the memory limit adjustable so that it can let the memory
+it holds between calls go (:meth:`~metabundle.search.release.Release.trim_duckdb_memory`).
 """
 
 from __future__ import annotations
@@ -38,13 +42,16 @@ def open_hardened(
     *,
     memory_limit: str,
     threads: int = DEFAULT_THREADS,
+    lock: bool = True,
 ) -> duckdb.DuckDBPyConnection:
-    """``database`` opened read-only, file system off, configuration locked."""
+    """``database`` opened read-only, file system off, configuration locked unless
+    ``lock`` is false."""
     con = duckdb.connect(
         str(database), read_only=True, config=hardened_config(memory_limit, threads)
     )
     locked = con.execute("SELECT current_setting('lock_configuration')").fetchone()
     if not (locked and locked[0]):  # a second connection shares the locked instance
         con.execute("SET disabled_filesystems = 'LocalFileSystem'")
-        con.execute("SET lock_configuration = true")
+        if lock:
+            con.execute("SET lock_configuration = true")
     return con

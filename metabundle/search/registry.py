@@ -175,10 +175,8 @@ def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> 
     if not offered(release, spec):
         raise absent_source(release, spec)
     params = parse_arguments(spec, arguments)
-    try:
+    with release.tool_call():
         answer = spec.handler(release, params)
-    finally:
-        release.trim_mapped_pages()
     if not isinstance(answer, spec.response):
         wrong = type(answer).__name__
         raise TypeError(f"{name} answered {wrong}, not {spec.response.__name__}")

@@ -8,8 +8,10 @@ takes its own DuckDB cursor.
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from metabundle.search.sql_pool import SqlWorkers
 from metabundle.settings import RuntimeSettings
 
 QUERIES_KEPT = 64
+TABLE_BLOCKS = "BASE_TABLE"  # duckdb_memory()'s tag of the table blocks read so far
 
 DUCKDB_FILE = "metabundle.duckdb"
 
@@ -67,15 +70,18 @@ class Release:
         self.manifest = check_release_files(path)
         self.version: str = self.manifest["version"]
         self.search_info: dict[str, Any] = self.manifest.get("search") or {}
+        self._memory_limit = memory_limit
         try:
             self._con = open_hardened(
-                path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads
+                path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads, lock=False
             )
         except duckdb.Error as error:
             reason = first_line(error)
             raise ReleaseError(f"{DUCKDB_FILE} cannot be opened ({reason}); {DAMAGED}") from None
         self._files = {entry["path"]: entry for entry in self.manifest["files"]}
         self._lock = threading.Lock()
+        self._calls_lock = threading.Lock()
+        self._calls_running = 0
         self._ann: dict[str, AnnIndex] = {}
         self._embedder: Embedder | None = None
         self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
@@ -150,10 +156,53 @@ class Release:
         """Docnos of the documents with this (normalized) identifier or alias, ascending."""
         return self.identifiers.docnos(identifier)
 
+    @contextmanager
+    def tool_call(self) -> Iterator[None]:
+        """Around every tool call: the last call running lets go of what the process
+        holds beyond its budgets (:meth:`trim_mapped_pages`,
+        :meth:`trim_duckdb_memory`); a call starting meanwhile waits for it."""
+        with self._calls_lock:
+            self._calls_running += 1
+        try:
+            yield
+        finally:
+            with self._calls_lock:
+                self._calls_running -= 1
+                if not self._calls_running:
+                    self.trim_mapped_pages()
+                    self.trim_duckdb_memory()
+
+    def duckdb_held_mb(self) -> dict[str, float]:
+        """The memory DuckDB holds for this release by kind (``BASE_TABLE``: the table
+        blocks it has read; ``ART_INDEX``: index nodes; others: running queries), MiB."""
+        rows = self.query(
+            "SELECT tag, memory_usage_bytes FROM duckdb_memory() WHERE memory_usage_bytes > 0"
+        )
+        return {tag: int(used) / 2**20 for tag, used in rows}
+
+    def trim_duckdb_memory(self) -> bool:
+        """Let the table blocks DuckDB has read go down to ``METABUNDLE_DUCKDB_KEPT_MB``
+        when it holds more, whether it did. DuckDB evicts blocks when its memory limit
+        falls below what it holds, so the limit is lowered by the excess and restored;
+        index nodes stay (a read-only database cannot evict them). Called with no query
+        running: a query's working memory may use the whole limit."""
+        kept = RuntimeSettings.current().duckdb_kept_mb
+        held = self.duckdb_held_mb()
+        blocks = held.get(TABLE_BLOCKS, 0.0)
+        if not kept or blocks <= kept:
+            return False
+        target_kib = math.ceil((sum(held.values()) - blocks) * 1024) + kept * 1024
+        try:
+            self._con.execute(f"SET memory_limit = '{target_kib}KiB'")
+        except duckdb.Error:  # the limit stays: what is held cannot go
+            return False
+        self._con.execute(f"SET memory_limit = '{self._memory_limit}'")
+        return True
+
     def trim_mapped_pages(self) -> bool:
         """Let this process's pages of the release's memory-mapped files go when they
         pass ``METABUNDLE_MAPPED_PAGES_MB`` (:mod:`metabundle.search.mapped_pages`);
-        whether they did. Every tool call ends with it."""
+        whether they did."""
         budget = RuntimeSettings.current().mapped_pages_mb
         if not budget or mapped_pages.mapped_mb() <= budget:
             return False

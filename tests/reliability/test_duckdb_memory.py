@@ -1,5 +1,7 @@
 """A serving process's DuckDB memory is set by ``METABUNDLE_DUCKDB_MEMORY_MB``, and a bad
-value is one sentence naming the variable."""
+value is one sentence naming the variable; what DuckDB holds between tool calls is let
+go down to ``METABUNDLE_DUCKDB_KEPT_MB`` once no call is running, and answers stay the
+same."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ import sys
 import pytest
 
 from metabundle.errors import ConfigError
-from metabundle.search.release import Release
+from metabundle.search.release import TABLE_BLOCKS, Release
+from metabundle.search.tools import call_tool
 
 OPEN_AND_ANSWER = """
 import json, sys
-from metabundle.search.release import Release
+from metabundle.search.release import TABLE_BLOCKS, Release
+from metabundle.search.tools import call_tool
 from metabundle.search.tools import call_tool
 release = Release.open(sys.argv[1])
 limit = release.query("SELECT current_setting('memory_limit')")[0][0]
@@ -49,3 +53,48 @@ def test_a_bad_value_names_the_variable(release: Release, monkeypatch: pytest.Mo
     monkeypatch.setenv("METABUNDLE_DUCKDB_MEMORY_MB", "10")
     with pytest.raises(ConfigError, match=r"^METABUNDLE_DUCKDB_MEMORY_MB '10' is not valid"):
         Release.open(release.path)
+
+
+# any tool call; and a query that reads every document's text, several MB of table blocks
+GROUND = {"query": "systolic blood pressure", "domain": "Measurement", "limit": 10}
+READ_EVERY_DOCUMENT = "SELECT count(*), max(length(title)), max(length(body)) FROM search_doc"
+
+
+def _limit(release: Release) -> str:
+    return release.query("SELECT current_setting('memory_limit')")[0][0]
+
+
+def _blocks(release: Release) -> float:
+    return release.duckdb_held_mb().get(TABLE_BLOCKS, 0.0)
+
+
+def test_table_blocks_over_the_kept_budget_are_let_go_after_a_call(
+    release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = _limit(release)
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "0")  # never
+    first = call_tool(release, "concept_ground", GROUND)
+    assert first["results"]
+    with release.tool_call():
+        release.query(READ_EVERY_DOCUMENT)
+    assert _blocks(release) > 2 and not release.trim_duckdb_memory()
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
+    again = call_tool(release, "concept_ground", GROUND)
+    assert _blocks(release) <= 1  # the call ended by letting them go
+    assert again == first
+    assert _limit(release) == limit  # queries keep their whole working memory
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "100000")  # far under
+    with release.tool_call():
+        release.query(READ_EVERY_DOCUMENT)
+    assert _blocks(release) > 2 and not release.trim_duckdb_memory()
+
+
+def test_blocks_are_let_go_only_when_the_last_running_call_ends(
+    release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
+    with release.tool_call():  # a request still running
+        with release.tool_call():  # another one, which ends first
+            release.query(READ_EVERY_DOCUMENT)
+        assert _blocks(release) > 2
+    assert _blocks(release) <= 1
