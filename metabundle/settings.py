@@ -138,9 +138,9 @@ class RuntimeSettings(Settings):
     duckdb_kept_mb: int = Field(
         default=64,
         ge=0,
-        description="DuckDB memory a serving process keeps between tool calls (the table "
-        "blocks and index nodes it has read); more is let go when no call is running "
-        "(0: never).",
+        description="DuckDB memory a serving process keeps between tool calls: once no "
+        "call is running, table blocks it has read past this many MB are let go, and "
+        "index nodes past it by opening its connection again (0: never).",
     )
     duckdb_memory_mb: int = Field(
         default=2048,

@@ -71,20 +71,28 @@ class Release:
         self.version: str = self.manifest["version"]
         self.search_info: dict[str, Any] = self.manifest.get("search") or {}
         self._memory_limit = memory_limit
+        self._threads = threads
+        self._con = self._connect()
+        self._files = {entry["path"]: entry for entry in self.manifest["files"]}
+        self._lock = threading.Lock()
+        self._calls = threading.Condition()
+        self._calls_running = 0
+        self._duckdb_trim_due = False
+        self._ann: dict[str, AnnIndex] = {}
+        self._embedder: Embedder | None = None
+        self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
         try:
-            self._con = open_hardened(
-                path / DUCKDB_FILE, memory_limit=memory_limit, threads=threads, lock=False
+            return open_hardened(
+                self.path / DUCKDB_FILE,
+                memory_limit=self._memory_limit,
+                threads=self._threads,
+                lock=False,
             )
         except duckdb.Error as error:
             reason = first_line(error)
             raise ReleaseError(f"{DUCKDB_FILE} cannot be opened ({reason}); {DAMAGED}") from None
-        self._files = {entry["path"]: entry for entry in self.manifest["files"]}
-        self._lock = threading.Lock()
-        self._calls_lock = threading.Lock()
-        self._calls_running = 0
-        self._ann: dict[str, AnnIndex] = {}
-        self._embedder: Embedder | None = None
-        self._query_vectors: dict[str, np.ndarray] = {}  # the latest queries' embeddings
 
     @classmethod
     def open(
@@ -158,19 +166,26 @@ class Release:
 
     @contextmanager
     def tool_call(self) -> Iterator[None]:
-        """Around every tool call: the last call running lets go of what the process
-        holds beyond its budgets (:meth:`trim_mapped_pages`,
-        :meth:`trim_duckdb_memory`); a call starting meanwhile waits for it."""
-        with self._calls_lock:
+        """Around every tool call. Each call ends by letting the process's mapped pages
+        go when they pass their budget (:meth:`trim_mapped_pages`). DuckDB's memory is
+        let go (:meth:`trim_duckdb_memory`) with no query running: when a call ends
+        with DuckDB over its budget and other calls still running, new calls wait until
+        those have ended and the last of them has let it go."""
+        with self._calls:
+            self._calls.wait_for(lambda: not self._duckdb_trim_due)
             self._calls_running += 1
         try:
             yield
         finally:
-            with self._calls_lock:
+            self.trim_mapped_pages()
+            with self._calls:
                 self._calls_running -= 1
-                if not self._calls_running:
-                    self.trim_mapped_pages()
+                if self._calls_running:
+                    self._duckdb_trim_due = self._duckdb_trim_due or self._duckdb_over_budget()
+                else:
                     self.trim_duckdb_memory()
+                    self._duckdb_trim_due = False
+                    self._calls.notify_all()
 
     def duckdb_held_mb(self) -> dict[str, float]:
         """The memory DuckDB holds for this release by kind (``BASE_TABLE``: the table
@@ -180,24 +195,43 @@ class Release:
         )
         return {tag: int(used) / 2**20 for tag, used in rows}
 
-    def trim_duckdb_memory(self) -> bool:
-        """Let the table blocks DuckDB has read go down to ``METABUNDLE_DUCKDB_KEPT_MB``
-        when it holds more, whether it did. DuckDB evicts blocks when its memory limit
-        falls below what it holds, so the limit is lowered by the excess and restored;
-        index nodes stay (a read-only database cannot evict them). Called with no query
-        running: a query's working memory may use the whole limit."""
-        kept = RuntimeSettings.current().duckdb_kept_mb
+    def _duckdb_blocks_and_nodes(self) -> tuple[float, float]:
+        """MiB of table blocks, and of everything else DuckDB holds (index nodes)."""
         held = self.duckdb_held_mb()
         blocks = held.get(TABLE_BLOCKS, 0.0)
-        if not kept or blocks <= kept:
-            return False
-        target_kib = math.ceil((sum(held.values()) - blocks) * 1024) + kept * 1024
+        return blocks, sum(held.values()) - blocks
+
+    def _duckdb_over_budget(self) -> bool:
+        kept = RuntimeSettings.current().duckdb_kept_mb
+        return bool(kept) and max(self._duckdb_blocks_and_nodes()) > kept
+
+    def trim_duckdb_memory(self) -> str | None:
+        """Let DuckDB's table blocks, and then its index nodes, go down to
+        ``METABUNDLE_DUCKDB_KEPT_MB`` each when they pass it; what it let go
+        (``"blocks"`` or ``"connection"``), else ``None``.
+
+        DuckDB evicts table blocks when its memory limit falls below what it holds, so
+        the limit is lowered by the blocks' excess and restored. Index nodes it cannot
+        evict (a read-only database keeps every node a lookup has read); when they pass
+        the budget, the connection is closed and opened again, which lets everything
+        go. Called with no query running: a query's working memory may use the whole
+        limit, and no cursor outlives its call."""
+        kept = RuntimeSettings.current().duckdb_kept_mb
+        if not kept:
+            return None
+        blocks, nodes = self._duckdb_blocks_and_nodes()
+        if nodes > kept:
+            self._con.close()
+            self._con = self._connect()
+            return "connection"
+        if blocks <= kept:
+            return None
         try:
-            self._con.execute(f"SET memory_limit = '{target_kib}KiB'")
+            self._con.execute(f"SET memory_limit = '{math.ceil((nodes + kept) * 1024)}KiB'")
         except duckdb.Error:  # the limit stays: what is held cannot go
-            return False
+            return None
         self._con.execute(f"SET memory_limit = '{self._memory_limit}'")
-        return True
+        return "blocks"
 
     def trim_mapped_pages(self) -> bool:
         """Let this process's pages of the release's memory-mapped files go when they

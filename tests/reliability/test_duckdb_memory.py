@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -55,9 +57,12 @@ def test_a_bad_value_names_the_variable(release: Release, monkeypatch: pytest.Mo
         Release.open(release.path)
 
 
-# any tool call; and a query that reads every document's text, several MB of table blocks
+# any tool call; a query that reads every document's text, several MB of table blocks;
+# and lookups by key spread over search_doc's primary-key index, several MB of its nodes
 GROUND = {"query": "systolic blood pressure", "domain": "Measurement", "limit": 10}
 READ_EVERY_DOCUMENT = "SELECT count(*), max(length(title)), max(length(body)) FROM search_doc"
+SPREAD_KEYS = "SELECT list(doc_id ORDER BY docno) FROM search_doc WHERE docno % 100 = 0"
+LOOK_UP_BY_KEY = "SELECT count(*) FROM search_doc WHERE list_contains(?::VARCHAR[], doc_id)"
 
 
 def _limit(release: Release) -> str:
@@ -66,6 +71,17 @@ def _limit(release: Release) -> str:
 
 def _blocks(release: Release) -> float:
     return release.duckdb_held_mb().get(TABLE_BLOCKS, 0.0)
+
+
+def _nodes(release: Release) -> float:
+    held = release.duckdb_held_mb()
+    return sum(held.values()) - held.get(TABLE_BLOCKS, 0.0)
+
+
+def _look_up_spread_keys(release: Release) -> None:
+    with release.tool_call():
+        (keys,) = release.query(SPREAD_KEYS)[0]
+        assert release.query(LOOK_UP_BY_KEY, [keys])[0][0] == len(keys)
 
 
 def test_table_blocks_over_the_kept_budget_are_let_go_after_a_call(
@@ -77,7 +93,7 @@ def test_table_blocks_over_the_kept_budget_are_let_go_after_a_call(
     assert first["results"]
     with release.tool_call():
         release.query(READ_EVERY_DOCUMENT)
-    assert _blocks(release) > 2 and not release.trim_duckdb_memory()
+    assert _blocks(release) > 2 and release.trim_duckdb_memory() is None
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
     again = call_tool(release, "concept_ground", GROUND)
     assert _blocks(release) <= 1  # the call ended by letting them go
@@ -86,7 +102,24 @@ def test_table_blocks_over_the_kept_budget_are_let_go_after_a_call(
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "100000")  # far under
     with release.tool_call():
         release.query(READ_EVERY_DOCUMENT)
-    assert _blocks(release) > 2 and not release.trim_duckdb_memory()
+    assert _blocks(release) > 2 and release.trim_duckdb_memory() is None
+
+
+def test_index_nodes_over_the_kept_budget_are_let_go_by_a_new_connection(
+    release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "0")
+    first = call_tool(release, "search_all", {"query": "blood pressure", "method": "hybrid"})
+    assert first["results"]
+    _look_up_spread_keys(release)
+    assert _nodes(release) > 2 and release.trim_duckdb_memory() is None
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
+    assert release.trim_duckdb_memory() == "connection"
+    assert _nodes(release) <= 1
+    _look_up_spread_keys(release)  # the call ends by opening the connection again
+    assert _nodes(release) <= 1
+    again = call_tool(release, "search_all", {"query": "blood pressure", "method": "hybrid"})
+    assert again == first
 
 
 def test_blocks_are_let_go_only_when_the_last_running_call_ends(
@@ -98,3 +131,39 @@ def test_blocks_are_let_go_only_when_the_last_running_call_ends(
             release.query(READ_EVERY_DOCUMENT)
         assert _blocks(release) > 2
     assert _blocks(release) <= 1
+
+
+def test_concurrent_calls_answer_the_same_while_memory_is_let_go(
+    release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls from several threads, with a budget every call passes: DuckDB's memory is
+    let go (the connection opened again) between them while the load goes on, never
+    under a running call."""
+    calls = [
+        ("concept_ground", GROUND),
+        ("search_all", {"query": "blood pressure", "method": "hybrid"}),
+        ("search_aou_catalog", {"query": "smoking", "method": "keyword"}),
+        ("search_ukb_fields", {"query": "body mass index", "method": "hybrid"}),
+    ]
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "0")
+    expected = [call_tool(release, name, arguments) for name, arguments in calls]
+    assert all("error" not in answer for answer in expected)
+    monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
+    trims: list[str | None] = []
+    trim = Release.trim_duckdb_memory
+
+    def counted(self: Release) -> str | None:
+        trims.append(trim(self))
+        return trims[-1]
+
+    monkeypatch.setattr(Release, "trim_duckdb_memory", counted)
+
+    def look_up_and_call(i: int) -> dict[str, Any]:
+        if i % 4 == 0:
+            _look_up_spread_keys(release)
+        return call_tool(release, *calls[i % len(calls)])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(look_up_and_call, range(40)))
+    assert answers == [expected[i % len(calls)] for i in range(40)]
+    assert trims.count("connection") > 1  # let go during the load, not only after it
