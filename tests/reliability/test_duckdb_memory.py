@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -57,6 +59,17 @@ def test_a_bad_value_names_the_variable(release: Release, monkeypatch: pytest.Mo
         Release.open(release.path)
 
 
+@pytest.fixture(scope="module")
+def own_release(release: Release, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    """The session release opened alone: DuckDB shares one database, and its memory,
+    between the connections of a process to one file, so the release is linked (not
+    copied) into a folder of its own."""
+    folder = tmp_path_factory.mktemp("own-release") / release.path.name
+    shutil.copytree(release.path, folder, copy_function=os.link)
+    with Release.open(folder) as opened:
+        yield opened
+
+
 # any tool call; a query that reads every document's text, several MB of table blocks;
 # and lookups by key spread over search_doc's primary-key index, several MB of its nodes
 GROUND = {"query": "systolic blood pressure", "domain": "Measurement", "limit": 10}
@@ -85,56 +98,56 @@ def _look_up_spread_keys(release: Release) -> None:
 
 
 def test_table_blocks_over_the_kept_budget_are_let_go_after_a_call(
-    release: Release, monkeypatch: pytest.MonkeyPatch
+    own_release: Release, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    limit = _limit(release)
+    limit = _limit(own_release)
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "0")  # never
-    first = call_tool(release, "concept_ground", GROUND)
+    first = call_tool(own_release, "concept_ground", GROUND)
     assert first["results"]
-    with release.tool_call():
-        release.query(READ_EVERY_DOCUMENT)
-    assert _blocks(release) > 2 and release.trim_duckdb_memory() is None
+    with own_release.tool_call():
+        own_release.query(READ_EVERY_DOCUMENT)
+    assert _blocks(own_release) > 2 and own_release.trim_duckdb_memory() is None
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
-    again = call_tool(release, "concept_ground", GROUND)
-    assert _blocks(release) <= 1  # the call ended by letting them go
+    again = call_tool(own_release, "concept_ground", GROUND)
+    assert _blocks(own_release) <= 1  # the call ended by letting them go
     assert again == first
-    assert _limit(release) == limit  # queries keep their whole working memory
+    assert _limit(own_release) == limit  # queries keep their whole working memory
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "100000")  # far under
-    with release.tool_call():
-        release.query(READ_EVERY_DOCUMENT)
-    assert _blocks(release) > 2 and release.trim_duckdb_memory() is None
+    with own_release.tool_call():
+        own_release.query(READ_EVERY_DOCUMENT)
+    assert _blocks(own_release) > 2 and own_release.trim_duckdb_memory() is None
 
 
 def test_index_nodes_over_the_kept_budget_are_let_go_by_a_new_connection(
-    release: Release, monkeypatch: pytest.MonkeyPatch
+    own_release: Release, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "0")
-    first = call_tool(release, "search_all", {"query": "blood pressure", "method": "hybrid"})
+    first = call_tool(own_release, "search_all", {"query": "blood pressure", "method": "hybrid"})
     assert first["results"]
-    _look_up_spread_keys(release)
-    assert _nodes(release) > 2 and release.trim_duckdb_memory() is None
+    _look_up_spread_keys(own_release)
+    assert _nodes(own_release) > 2 and own_release.trim_duckdb_memory() is None
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
-    assert release.trim_duckdb_memory() == "connection"
-    assert _nodes(release) <= 1
-    _look_up_spread_keys(release)  # the call ends by opening the connection again
-    assert _nodes(release) <= 1
-    again = call_tool(release, "search_all", {"query": "blood pressure", "method": "hybrid"})
+    assert own_release.trim_duckdb_memory() == "connection"
+    assert _nodes(own_release) <= 1
+    _look_up_spread_keys(own_release)  # the call ends by opening the connection again
+    assert _nodes(own_release) <= 1
+    again = call_tool(own_release, "search_all", {"query": "blood pressure", "method": "hybrid"})
     assert again == first
 
 
 def test_blocks_are_let_go_only_when_the_last_running_call_ends(
-    release: Release, monkeypatch: pytest.MonkeyPatch
+    own_release: Release, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
-    with release.tool_call():  # a request still running
-        with release.tool_call():  # another one, which ends first
-            release.query(READ_EVERY_DOCUMENT)
-        assert _blocks(release) > 2
-    assert _blocks(release) <= 1
+    with own_release.tool_call():  # a request still running
+        with own_release.tool_call():  # another one, which ends first
+            own_release.query(READ_EVERY_DOCUMENT)
+        assert _blocks(own_release) > 2
+    assert _blocks(own_release) <= 1
 
 
 def test_concurrent_calls_answer_the_same_while_memory_is_let_go(
-    release: Release, monkeypatch: pytest.MonkeyPatch
+    own_release: Release, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Calls from several threads, with a budget every call passes: DuckDB's memory is
     let go (the connection opened again) between them while the load goes on, never
@@ -146,7 +159,7 @@ def test_concurrent_calls_answer_the_same_while_memory_is_let_go(
         ("search_ukb_fields", {"query": "body mass index", "method": "hybrid"}),
     ]
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "0")
-    expected = [call_tool(release, name, arguments) for name, arguments in calls]
+    expected = [call_tool(own_release, name, arguments) for name, arguments in calls]
     assert all("error" not in answer for answer in expected)
     monkeypatch.setenv("METABUNDLE_DUCKDB_KEPT_MB", "1")
     trims: list[str | None] = []
@@ -160,8 +173,8 @@ def test_concurrent_calls_answer_the_same_while_memory_is_let_go(
 
     def look_up_and_call(i: int) -> dict[str, Any]:
         if i % 4 == 0:
-            _look_up_spread_keys(release)
-        return call_tool(release, *calls[i % len(calls)])
+            _look_up_spread_keys(own_release)
+        return call_tool(own_release, *calls[i % len(calls)])
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         answers = list(pool.map(look_up_and_call, range(40)))
