@@ -181,11 +181,13 @@ class Release:
             with self._calls:
                 self._calls_running -= 1
                 if self._calls_running:
-                    self._duckdb_trim_due = self._duckdb_trim_due or self._duckdb_over_budget()
+                    self._duckdb_trim_due = self._duckdb_trim_due or bool(self._duckdb_excess())
                 else:
-                    self.trim_duckdb_memory()
-                    self._duckdb_trim_due = False
-                    self._calls.notify_all()
+                    try:
+                        self.trim_duckdb_memory()
+                    finally:  # a failed trim must not keep the next calls waiting
+                        self._duckdb_trim_due = False
+                        self._calls.notify_all()
 
     def duckdb_held_mb(self) -> dict[str, float]:
         """The memory DuckDB holds for this release by kind (``BASE_TABLE``: the table
@@ -195,15 +197,16 @@ class Release:
         )
         return {tag: int(used) / 2**20 for tag, used in rows}
 
-    def _duckdb_blocks_and_nodes(self) -> tuple[float, float]:
-        """MiB of table blocks, and of everything else DuckDB holds (index nodes)."""
+    def _duckdb_excess(self) -> tuple[int, float, float] | None:
+        """``(budget, table blocks MiB, index nodes and the rest MiB)`` when either
+        passes ``METABUNDLE_DUCKDB_KEPT_MB``, else ``None``."""
+        kept = RuntimeSettings.current().duckdb_kept_mb
+        if not kept:
+            return None
         held = self.duckdb_held_mb()
         blocks = held.get(TABLE_BLOCKS, 0.0)
-        return blocks, sum(held.values()) - blocks
-
-    def _duckdb_over_budget(self) -> bool:
-        kept = RuntimeSettings.current().duckdb_kept_mb
-        return bool(kept) and max(self._duckdb_blocks_and_nodes()) > kept
+        nodes = sum(held.values()) - blocks
+        return (kept, blocks, nodes) if max(blocks, nodes) > kept else None
 
     def trim_duckdb_memory(self) -> str | None:
         """Let DuckDB's table blocks, and then its index nodes, go down to
@@ -216,16 +219,14 @@ class Release:
         the budget, the connection is closed and opened again, which lets everything
         go. Called with no query running: a query's working memory may use the whole
         limit, and no cursor outlives its call."""
-        kept = RuntimeSettings.current().duckdb_kept_mb
-        if not kept:
+        excess = self._duckdb_excess()
+        if excess is None:
             return None
-        blocks, nodes = self._duckdb_blocks_and_nodes()
+        kept, _blocks, nodes = excess
         if nodes > kept:
             self._con.close()
             self._con = self._connect()
             return "connection"
-        if blocks <= kept:
-            return None
         try:
             self._con.execute(f"SET memory_limit = '{math.ceil((nodes + kept) * 1024)}KiB'")
         except duckdb.Error:  # the limit stays: what is held cannot go
