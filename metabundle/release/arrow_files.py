@@ -67,6 +67,10 @@ class SortedStrings:
     def __getitem__(self, position: int) -> str:
         return self._column[position].as_py()
 
+    def slice(self, start: int, stop: int) -> pa.ChunkedArray:
+        """The values at ``start`` to ``stop`` (excluded), read as one slice."""
+        return self._column.slice(start, stop - start)
+
     def span(self, value: str) -> range:
         """The positions that hold ``value`` (empty where none does)."""
         start = bisect.bisect_left(self, value)

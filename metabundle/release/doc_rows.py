@@ -9,6 +9,7 @@ of every row group it could not skip (20 ms), and kept what it read in its buffe
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +29,8 @@ from metabundle.release.arrow_files import (
 from metabundle.schemas.search import SHOWN_DOC_COLUMNS
 
 DOC_ROWS_FILE = "search/doc_rows.arrow"
+LAST_CHARACTER = "\U0010ffff"
+"""Sorts after every character a ``doc_id`` holds: ``prefix + LAST_CHARACTER`` ends a run."""
 
 
 def write_doc_rows(search_doc: Path, destination: Path) -> int:
@@ -97,6 +100,17 @@ class DocRows:
             if at := self._doc_ids.span(doc_id):
                 found[doc_id] = at[0]
         return found
+
+    def docnos_under(self, prefix: str) -> dict[str, int]:
+        """The docno of every document whose ``doc_id`` starts with ``prefix``, by the
+        rest of its ``doc_id`` (``docnos_under("ukb:field:")["21001"]``). Those
+        documents are one run of ``doc_id`` order, found by two binary searches and read
+        as one slice."""
+        start = bisect.bisect_left(self._doc_ids, prefix)
+        stop = bisect.bisect_left(self._doc_ids, prefix + LAST_CHARACTER, lo=start)
+        ids = self._doc_ids.slice(start, stop)
+        rests = pc.utf8_slice_codeunits(ids, len(prefix)).to_pylist()
+        return dict(zip(rests, range(start, stop), strict=True))
 
     @cached_property
     def _doc_ids(self) -> SortedStrings:

@@ -95,7 +95,7 @@ class Params(BaseModel):
     """Base of every tool's parameters: unknown parameters are an error, and list and
     object parameters also take their text forms (:func:`decode_text`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

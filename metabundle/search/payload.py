@@ -24,7 +24,7 @@ JsonObject = dict[str, JsonValue]
 class ResponseModel(BaseModel):
     """A tool's payload or a part of one: every key declared, nothing else allowed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def to_payload(model: ResponseModel) -> dict[str, Any]:

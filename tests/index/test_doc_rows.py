@@ -81,3 +81,28 @@ def test_docnos_out_of_doc_id_order_are_refused(release: Release, tmp_path: Path
         ReleaseError, match=r"do not follow doc_id order \(docno 2 is out of order\)"
     ):
         write_doc_rows(path, tmp_path / "doc_rows.arrow")
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"), [("ukb", "field"), ("aou", "question"), ("idc", "collection")]
+)
+def test_the_documents_under_an_id_prefix_are_found_at_their_places(
+    release: Release, source: str, kind: str
+) -> None:
+    expected = {
+        entity_id: docno
+        for docno, entity_id in release.query(
+            "SELECT docno, entity_id FROM search_doc WHERE source = ? AND kind = ?", [source, kind]
+        )
+    }
+    assert expected
+    assert release.doc_rows.docnos_under(f"{source}:{kind}:") == expected
+
+
+def test_an_id_prefix_no_document_has_finds_nothing(release: Release) -> None:
+    rows = release.doc_rows
+    assert rows.docnos_under("ukb:no-such-kind:") == {}
+    assert rows.docnos_under("~") == {}
+    assert rows.docnos_under("") == {
+        row["doc_id"]: row["docno"] for row in rows.table().select(["doc_id", "docno"]).to_pylist()
+    }

@@ -34,6 +34,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 
 from metabundle.index.tokenizer import tokenize
+from metabundle.schemas.search import doc_id
 from metabundle.search.ranking.policies import Policy
 from metabundle.search.release import Release
 from metabundle.search.retrieval import Hit
@@ -86,17 +87,18 @@ def mine_companions(fields: list[tuple[int, str, int | None, int | None]]) -> Co
     for field_id, title, category, participants in fields:
         by_title[title.lower()].append((field_id, category, participants))
     titles = set(by_title)
+    suffixed = [(field_id, _suffixes(title.lower(), titles)) for field_id, title, *_ in fields]
     families: dict[str, set[str]] = defaultdict(set)
-    for _field_id, title, _category, _participants in fields:
-        for prefix, suffix in _suffixes(title.lower(), titles):
+    for _field_id, found in suffixed:
+        for prefix, suffix in found:
             families[prefix].add(suffix)
     counts = Counter(
         s for suffixes in families.values() if len(suffixes) >= GROUP_MIN for s in suffixes
     )
     qualifiers = {suffix for suffix, count in counts.items() if count >= QUALIFIER_MIN}
     main_of: dict[int, tuple[int, str]] = {}
-    for field_id, title, _category, _participants in fields:
-        for prefix, suffix in _suffixes(title.lower(), titles):
+    for field_id, found in suffixed:
+        for prefix, suffix in found:
             if suffix in qualifiers:
                 mains = sorted(
                     by_title[prefix],
@@ -108,20 +110,23 @@ def mine_companions(fields: list[tuple[int, str, int | None, int | None]]) -> Co
 
 
 def ukb_fields(release: Release) -> UkbFields:
-    """The release's UK Biobank fields as the priors read them (see :class:`UkbFields`)."""
+    """The release's UK Biobank fields as the priors read them (see :class:`UkbFields`).
+    Their docnos come from the rows file, where the fields' documents are one run of
+    ``doc_id`` order: no read of ``search_doc``, whatever the corpus's size."""
     with _LOCK:
         found = _CACHE.get(release)
     if found is None:
         rows = release.query(
-            "SELECT f.field_id, f.title, f.main_category, f.num_participants, d.docno "
-            "FROM ukb_field f LEFT JOIN search_doc d ON d.source = 'ukb' AND d.kind = 'field' "
-            "AND d.entity_id = f.field_id::VARCHAR ORDER BY f.field_id"
+            "SELECT field_id, title, main_category, num_participants FROM ukb_field "
+            "ORDER BY field_id"
         )
+        docnos = release.doc_rows.docnos_under(doc_id("ukb", "field", ""))
+        by_docno = {docnos[str(f)]: (f, t, int(n or 0)) for f, t, _, n in rows if str(f) in docnos}
         found = UkbFields(
-            by_docno={int(d): (int(f), t, int(n or 0)) for f, t, _, n, d in rows if d is not None},
-            docno_of={int(f): int(d) for f, _, _, _, d in rows if d is not None},
-            companions=mine_companions([(int(f), t, c, n) for f, t, c, n, _ in rows]),
-            most_participants=max((int(n or 0) for _, _, _, n, _ in rows), default=0),
+            by_docno=by_docno,
+            docno_of={field: docno for docno, (field, _, _) in by_docno.items()},
+            companions=mine_companions(rows),
+            most_participants=max((int(n or 0) for _, _, _, n in rows), default=0),
         )
         with _LOCK:
             _CACHE[release] = found
