@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from metabundle.mcp.catalogue import CATALOGUE_FILE, generate, render
 from metabundle.mcp.handle import ReleaseHandle
 from metabundle.mcp.server import build_server
 from metabundle.search.errors import RELEASE_DAMAGED
-from tests.support.cli import clean_env
+from tests.support.cli import run_python_json
 
 HEAVY_MODULES = (
     "duckdb",
@@ -68,16 +66,7 @@ def test_the_shipped_catalogue_is_the_registry() -> None:
 
 def run_probe(script: str, release_path: Path) -> dict:
     """Run ``script`` in a fresh interpreter on the release; its JSON report."""
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(release_path)],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        check=False,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_python_json(script, str(release_path), timeout=300)
 
 
 def test_tools_are_listed_before_the_search_core_is_imported(release_path: Path) -> None:

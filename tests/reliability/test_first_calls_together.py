@@ -5,13 +5,9 @@ Datasette) build them from several threads at once."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 from metabundle.search.examples import EXAMPLE_CALLS
 from tests.support.build import Build
-from tests.support.cli import clean_env
+from tests.support.cli import run_python_json
 
 THREADS = 4
 
@@ -42,16 +38,7 @@ print(json.dumps({"together": together, "alone": alone}, sort_keys=True, default
 
 
 def test_first_calls_from_threads_at_once_answer_as_one_call_alone(mirror_build: Build) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_CALLS_TOGETHER, str(mirror_build.release), str(THREADS)],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        check=False,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = run_python_json(FIRST_CALLS_TOGETHER, str(mirror_build.release), str(THREADS))
     alone = report["alone"]
     assert set(alone) == set(EXAMPLE_CALLS)
     for answers in report["together"]:

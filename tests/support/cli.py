@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def metabundle_command() -> list[str]:
@@ -39,3 +41,18 @@ def run_cli(
         cwd=cwd,
         check=False,
     )
+
+
+def run_python_json(script: str, *args: str, timeout: float = 600) -> Any:
+    """Run ``script`` in a fresh interpreter with ``args``; the JSON it prints (the test
+    fails with the child's stderr when it exits non-zero)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=False,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
