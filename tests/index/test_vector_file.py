@@ -10,17 +10,24 @@ import numpy as np
 import pytest
 
 from metabundle.index.ann import build_ann_index, filtered_search, open_ann_index, save_vectors
-from metabundle.index.vector_file import VectorFile, create_rows
+from metabundle.index.vector_file import (
+    CALIBRATION_READS,
+    CALIBRATION_ROWS,
+    VectorFile,
+    create_rows,
+)
 
 
-@pytest.fixture
-def matrix(tmp_path: Path) -> tuple[np.ndarray, VectorFile]:
+@pytest.fixture(params=["map", "pread", None])
+def matrix(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[np.ndarray, VectorFile]:
+    """The stored matrix and its file, read by map, by ``preadv``, or by whichever of
+    the two the file finds faster (``None``)."""
     rng = np.random.default_rng(7)
     vectors = rng.standard_normal((5000, 48)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     save_vectors(vectors, tmp_path / "vectors.npy", dtype="float16")
     stored = np.load(tmp_path / "vectors.npy")
-    file = VectorFile(tmp_path / "vectors.npy")
+    file = VectorFile(tmp_path / "vectors.npy", reader=request.param)
     yield stored, file
     file.close()
 
@@ -65,14 +72,35 @@ def test_filtered_search_finds_the_same_neighbours_from_the_file(matrix, tmp_pat
         assert np.array_equal(from_matrix[1], from_file[1])
 
 
+def test_a_file_times_both_readers_then_keeps_one(tmp_path) -> None:
+    vectors = np.random.default_rng(6).standard_normal((5000, 48)).astype(np.float16)
+    np.save(tmp_path / "v.npy", vectors)
+    file = VectorFile(tmp_path / "v.npy")
+    rng = np.random.default_rng(5)
+    for _ in range(CALIBRATION_READS * 2):  # too few rows to time: they choose nothing
+        rows = rng.choice(len(vectors), CALIBRATION_ROWS - 1, replace=False)
+        assert np.array_equal(file[rows], vectors[rows])
+    assert file.reader is None
+    for _ in range(CALIBRATION_READS):
+        rows = rng.choice(len(vectors), 500, replace=False)
+        assert np.array_equal(file[rows], vectors[rows])
+    kept = file.reader
+    assert kept in ("map", "pread")
+    rows = rng.choice(len(vectors), 500, replace=False)
+    assert np.array_equal(file[rows], vectors[rows]) and file.reader == kept
+    file.close()
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
-def test_reading_scattered_rows_leaves_none_of_the_file_resident(tmp_path) -> None:
+@pytest.mark.parametrize("reader", ["map", "pread"])
+def test_reading_scattered_rows_leaves_none_of_the_file_resident(tmp_path, reader) -> None:
     """Through a plain memory map scattered reads leave megabytes of the file resident
-    in the process; read through a :class:`VectorFile`, nothing of it is."""
+    in the process; read through a :class:`VectorFile`, by either reader, nothing of it
+    is."""
     vectors = np.random.default_rng(3).standard_normal((200_000, 64)).astype(np.float16)
     np.save(tmp_path / "big.npy", vectors)  # 25 MB
     rows = np.random.default_rng(4).choice(len(vectors), 2000, replace=False)
-    file = VectorFile(tmp_path / "big.npy")
+    file = VectorFile(tmp_path / "big.npy", reader=reader)
     assert np.array_equal(file[rows], vectors[rows])
     assert _resident_kb(tmp_path / "big.npy") == 0
     mapped = np.load(tmp_path / "big.npy", mmap_mode="r")
@@ -98,12 +126,25 @@ def test_a_closed_file_refuses_reads_and_no_file_keeps_its_map(tmp_path) -> None
     np.save(tmp_path / "v.npy", np.ones((4, 8), np.float16))
     closed, dropped = VectorFile(tmp_path / "v.npy"), VectorFile(tmp_path / "v.npy")
     assert _maps_of(tmp_path / "v.npy") == 2
+    held = _descriptors_of(tmp_path / "v.npy")  # each file's own and its map's
     closed.close()
     with pytest.raises(ValueError, match=r"v\.npy is closed"):
         closed[0]
+    assert _descriptors_of(tmp_path / "v.npy") == held // 2
     del dropped  # nobody closes it
     gc.collect()
-    assert _maps_of(tmp_path / "v.npy") == 0
+    assert _maps_of(tmp_path / "v.npy") == 0 and _descriptors_of(tmp_path / "v.npy") == 0
+
+
+def _descriptors_of(path: Path) -> int:
+    """This process's open descriptors of ``path``."""
+    links = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            links.append(fd.readlink())
+        except OSError:  # the descriptor of the listing itself, closed by now
+            continue
+    return sum(link == path for link in links)
 
 
 def _maps_of(path: Path) -> int:
