@@ -59,7 +59,14 @@ def _layout(path: Path) -> tuple[tuple[int, int], np.dtype, int]:
 def mapped_rows(path: Path, *, writable: bool = False) -> tuple[MappedFile, np.ndarray]:
     """The map of the 2-D ``.npy`` at ``path`` and its matrix, a view of the map (read
     in place, or written when ``writable``)."""
-    shape, dtype, offset = _layout(path)
+    return _mapped(path, _layout(path), writable=writable)
+
+
+def _mapped(
+    path: Path, layout: tuple[tuple[int, int], np.dtype, int], *, writable: bool
+) -> tuple[MappedFile, np.ndarray]:
+    """:func:`mapped_rows` of a file whose :func:`_layout` is known."""
+    shape, dtype, offset = layout
     mapped = MappedFile(path, writable=writable)
     matrix = np.frombuffer(mapped.map, dtype, count=shape[0] * shape[1], offset=offset)
     return mapped, matrix.reshape(shape)
@@ -97,10 +104,11 @@ class VectorFile:
     def __init__(self, path: Path, *, reader: Reader | None = None) -> None:
         self.path = Path(path)
         self._map: MappedFile | None
-        self._map, self._rows = mapped_rows(self.path)
-        self.shape: tuple[int, int] = (int(self._rows.shape[0]), int(self._rows.shape[1]))
-        self.dtype = self._rows.dtype
-        self._offset = _layout(self.path)[2]
+        layout = _layout(self.path)
+        self._map, self._rows = _mapped(self.path, layout, writable=False)
+        self.shape: tuple[int, int] = layout[0]
+        self.dtype = layout[1]
+        self._offset = layout[2]
         self._row_bytes = self.shape[1] * self.dtype.itemsize
         self._fd: int | None = None
         if hasattr(os, "preadv"):
