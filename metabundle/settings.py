@@ -148,6 +148,18 @@ class RuntimeSettings(Settings):
         description="DuckDB memory of a serving process: each query's working memory and "
         "the release's table blocks and index nodes it reads (see duckdb_kept_mb).",
     )
+    duckdb_work_memory_mb: int = Field(
+        default=2048,
+        ge=256,
+        description="DuckDB memory of each working connection (a build's steps, the "
+        "release writer, verification): past it DuckDB spills to temporary files, so a "
+        "build's memory does not grow with the corpus.",
+    )
+    duckdb_temp_dir: Path | None = Field(
+        default=None,
+        description="Where working connections spill (default: DuckDB's own, .tmp in the "
+        "current folder, removed when the connection closes).",
+    )
     datasette_dir: Path | None = Field(
         default=None, description="The Datasette template folder (else the checkout's)."
     )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from metabundle.db import connect
 from metabundle.errors import FetchError
 from metabundle.schemas import duckdb_type, quote_identifier
 from metabundle.schemas.idc_indices import INDEX_TABLES, unshipped_indices
@@ -92,7 +93,7 @@ def fetch_unshipped(ctx: FetchContext, idc_version: str | None) -> dict[str, str
 
 def clinical_tables(clinical_index: Path) -> list[str]:
     """The short names of the clinical tables a ``clinical_index.parquet`` describes."""
-    with duckdb.connect() as con:
+    with connect() as con:
         rows = con.execute(
             "SELECT DISTINCT short_table_name FROM read_parquet(?) "
             "WHERE short_table_name IS NOT NULL ORDER BY 1",

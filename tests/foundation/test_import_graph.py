@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "settings": {"errors"},
     "digest": set(),
-    "db": set(),
+    "db": {"settings"},
     "meter": set(),
     "mapped": set(),
     "upstream": {"errors"},

@@ -12,9 +12,10 @@ hold the same key, the row of the export listed first wins (``--omop-vocab`` ord
 mirror folders in name order). When one export holds the same key twice, the row that
 sorts first by its remaining columns wins. Exact duplicate rows simply collapse.
 
-Memory stays bounded: DuckDB's connection is capped at :data:`MEMORY_LIMIT` and
-spills sorts and aggregates to the parse's temporary directory, so a full Athena
-export (tens of millions of relationships) streams through in a few GB.
+Memory stays bounded: DuckDB's connection is capped like every working connection
+(``duckdb_work_memory_mb``, :func:`metabundle.db.connect`) and spills sorts and
+aggregates to the parse's temporary directory, so a full Athena export (tens of
+millions of relationships) streams through in a few GB.
 """
 
 from __future__ import annotations
@@ -52,13 +53,11 @@ MERGE_RULE = (
     "rows deduplicated by primary key; for a key in several exports the first export "
     "listed wins; within one export the row first in column order wins"
 )
-MEMORY_LIMIT = "2GB"
 SCRATCH = ".omop_parts"
 COPY_CHUNK = 1 << 20
 
 
 def _configure(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
     con.execute("SET preserve_insertion_order = false")
 
 
