@@ -157,8 +157,9 @@ class RuntimeSettings(Settings):
     )
     duckdb_temp_dir: Path | None = Field(
         default=None,
-        description="Where working connections spill (default: DuckDB's own, .tmp in the "
-        "current folder, removed when the connection closes).",
+        description="Where working connections without a folder of their own spill (the "
+        "source parses and the index steps spill into their output folders); default "
+        "DuckDB's own, .tmp in the current folder, removed when the connection closes.",
     )
     datasette_dir: Path | None = Field(
         default=None, description="The Datasette template folder (else the checkout's)."
