@@ -56,17 +56,19 @@ import math
 import os
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from metabundle.index.vector_file import VectorFile, load_vectors
+from metabundle.index.vector_file import Vectors, load_vectors
 
 __all__ = [
     "BACKENDS",
     "AnnIndex",
+    "StoredUnitRows",
+    "UnitMatrix",
     "build_ann_index",
     "build_source_index",
     "filtered_search",
@@ -78,8 +80,6 @@ __all__ = [
 BACKENDS = ("usearch", "hnswlib", "bitscan")
 Progress = Callable[[int, int], None]
 """Called with (done, total) as an index is built."""
-Vectors = np.ndarray | VectorFile
-"""Exact vectors: a matrix, or a release's file read by rows (serving)."""
 SIDECAR_FORMAT = 1
 _USEARCH_DTYPES = ("f32", "f16", "bf16", "i8")
 _EXACT_CHUNK = 65536
@@ -155,11 +155,14 @@ UNIT_TOLERANCE = 1e-4
 """A row whose squared length is this close to 1 counts as unit length."""
 
 
-def as_unit_rows(vectors: np.ndarray) -> np.ndarray:
+def as_unit_rows(vectors: Any) -> UnitMatrix:
     """``vectors`` itself when it already is a float32 C-contiguous matrix of unit (or
     zero) rows, else :func:`unit_rows`'s normalized copy. The build normalizes a
     source's matrix once (:func:`gather_unit_rows`) and every part of the ANN step reads
-    that one copy: a copy per part held three at once, 25 GB at 6.5M vectors."""
+    that one copy: a copy per part held three at once, 25 GB at 6.5M vectors. Stored
+    rows (:class:`StoredUnitRows`) are unit rows already and come back as they are."""
+    if isinstance(vectors, StoredUnitRows):
+        return vectors
     if (
         isinstance(vectors, np.ndarray)
         and vectors.dtype == np.float32
@@ -173,7 +176,7 @@ def as_unit_rows(vectors: np.ndarray) -> np.ndarray:
     return unit_rows(vectors)
 
 
-def gather_unit_rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def gather_unit_rows(vectors: Vectors, rows: np.ndarray) -> np.ndarray:
     """``unit_rows(vectors[rows])``, gathered a block of rows at a time into one float32
     matrix: a memory-mapped float16 vector file is never copied whole in its own type
     beside the float32 matrix."""
@@ -183,6 +186,47 @@ def gather_unit_rows(vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
         block = rows[start : start + BLOCK_ROWS]
         matrix[start : start + block.size] = unit_rows(vectors[block])
     return matrix
+
+
+class StoredUnitRows:
+    """Some rows of a stored vector matrix, read as float32 unit rows when asked for:
+    ``rows[i]``, ``rows[array]`` and ``rows[start:stop]`` give :func:`unit_rows` of the
+    stored rows ``picked[...]``, ``len`` and ``shape`` those of the matrix they make.
+
+    The ANN step builds from it a block of rows at a time, so what it holds does not
+    grow with the source: a gathered float32 copy of OMOP's rows was 2.5 GB of the 7.4 GB
+    the step held at 3M documents, and would have been 8.7 GB at 10M. ``vectors`` is
+    best a :class:`~metabundle.index.vector_file.VectorFile`, whose reads leave none of
+    the file resident."""
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, vectors: Vectors, picked: np.ndarray) -> None:
+        self._vectors = vectors
+        self._picked = np.asarray(picked, dtype=np.int64)
+        self.shape = (int(self._picked.size), int(vectors.shape[1]))
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, which: Any) -> np.ndarray:
+        if isinstance(which, slice):
+            return gather_unit_rows(self._vectors, self._picked[which])
+        rows = np.asarray(which)
+        return gather_unit_rows(self._vectors, self._picked[rows.reshape(-1)]).reshape(
+            (*rows.shape, self.shape[1])
+        )
+
+
+UnitMatrix = np.ndarray | StoredUnitRows
+"""Unit rows to build from: a float32 matrix, or stored rows read when needed."""
+
+
+def _row_blocks(matrix: UnitMatrix) -> Iterator[tuple[int, np.ndarray]]:
+    """``(first row, rows)`` of ``matrix`` a :data:`BLOCK_ROWS` block at a time (views of
+    a matrix, reads of stored rows)."""
+    for start in range(0, len(matrix), BLOCK_ROWS):
+        yield start, matrix[start : start + BLOCK_ROWS]
 
 
 def _unit_query(query: np.ndarray, dimension: int) -> np.ndarray:
@@ -465,7 +509,7 @@ def _sign_codes(centred: np.ndarray) -> np.ndarray:
 
 
 def build_source_index(
-    vectors: np.ndarray,
+    vectors: UnitMatrix,
     keys: np.ndarray,
     stem: Path,
     backend: str = "auto",
@@ -507,7 +551,7 @@ def build_source_index(
 
 
 def _graph_recall(
-    vectors: np.ndarray, keys: np.ndarray, stem: Path, progress: Progress | None
+    vectors: UnitMatrix, keys: np.ndarray, stem: Path, progress: Progress | None
 ) -> float:
     """:func:`self_recall` of a usearch graph of ``vectors``, built beside ``stem`` and
     removed again."""
@@ -524,14 +568,14 @@ def _remove_index(path: Path) -> None:
     path.with_suffix(".json").unlink()
 
 
-def _build_scan(vectors: np.ndarray, keys: np.ndarray, stem: Path) -> Path:
+def _build_scan(vectors: UnitMatrix, keys: np.ndarray, stem: Path) -> Path:
     scan = stem.with_name(f"{stem.name}.bitscan")
     build_ann_index(vectors, keys, scan, "bitscan")
     return scan
 
 
 def self_recall(
-    index: AnnIndex, vectors: np.ndarray, keys: np.ndarray, sample: int = AUTO_SAMPLE
+    index: AnnIndex, vectors: Any, keys: np.ndarray, sample: int = AUTO_SAMPLE
 ) -> float:
     """Recall@10 of ``index`` (built from ``vectors`` with ``keys``) as
     :func:`filtered_search` uses it (its candidates re-scored exactly): each of a
@@ -545,37 +589,61 @@ def self_recall(
     return recall_at_10(index, matrix, keys, matrix[rows], 11, rows)
 
 
+def tenth_best(
+    matrix: UnitMatrix, queries: np.ndarray, wanted: int, own_rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Each unit query's ``wanted``-th best exact score over the rows of ``matrix``
+    (``own_rows[i]``, when given, left out for query ``i``), by one matrix product per
+    block of rows: the brute force :func:`recall_at_10` measures against, read once
+    however many times an index is asked."""
+    best = np.full((max(wanted, 0), len(queries)), -np.inf, np.float32)
+    if wanted <= 0:
+        return np.full(len(queries), -np.inf, np.float32)
+    for start, block in _row_blocks(matrix):
+        scores = block @ queries.T
+        if own_rows is not None:
+            inside = np.flatnonzero((own_rows >= start) & (own_rows < start + len(block)))
+            scores[own_rows[inside] - start, inside] = -np.inf
+        merged = np.concatenate([best, scores])
+        best = -np.partition(-merged, wanted - 1, axis=0)[:wanted]
+    return best.min(axis=0)
+
+
 def recall_at_10(
     index: AnnIndex,
-    matrix: np.ndarray,
+    matrix: UnitMatrix,
     keys: np.ndarray,
     queries: np.ndarray,
     depth: int,
     own_rows: np.ndarray | None = None,
+    tenth: np.ndarray | None = None,
 ) -> float:
     """Tie-aware recall@10 of ``index`` over unit ``matrix`` (its rows the vectors of
     ``keys``) for unit ``queries``, each searched as :func:`filtered_search` does for
     ``depth`` results (the index's candidates re-scored exactly) against brute force.
-    ``own_rows[i]``, when given, is the row that query ``i`` is, left out of both."""
+    ``own_rows[i]``, when given, is the row that query ``i`` is, left out of both;
+    ``tenth`` is :func:`tenth_best` of the queries where it is known already."""
     key_array = np.asarray(keys, dtype=np.int64)
     row_of = np.zeros(int(key_array.max()) + 1, np.int64)
     row_of[key_array] = np.arange(len(key_array))
     wanted = min(10, len(matrix) - (own_rows is not None))
+    if not len(queries) or wanted <= 0:
+        return 1.0
+    if tenth is None:
+        tenth = tenth_best(matrix, queries, wanted, own_rows)
     found = 0
     for i, query in enumerate(queries):
-        scores = matrix @ query
         candidates = row_of[index.candidates(query, index.rescore_count(depth))]
         if own_rows is not None:
-            scores[own_rows[i]] = -np.inf
             candidates = candidates[candidates != own_rows[i]]
-        tenth = np.partition(scores, len(scores) - wanted)[len(scores) - wanted]
-        best = candidates[np.argsort(-scores[candidates], kind="stable")[:wanted]]
-        found += int((scores[best] >= tenth - 1e-5).sum())
-    return found / (wanted * len(queries)) if len(queries) and wanted > 0 else 1.0
+        scores = matrix[candidates] @ query
+        best = np.argsort(-scores, kind="stable")[:wanted]
+        found += int((scores[best] >= tenth[i] - 1e-5).sum())
+    return found / (wanted * len(queries))
 
 
 def build_ann_index(
-    vectors: np.ndarray,
+    vectors: Any,
     keys: np.ndarray,
     path: Path,
     backend: str = "usearch",
@@ -675,38 +743,46 @@ def _row_hashes(words: np.ndarray) -> np.ndarray:
     return hashes
 
 
+def _row_words(rows: np.ndarray) -> np.ndarray:
+    """The bytes of each float32 row as uint32 words (for hashing and comparing)."""
+    return np.ascontiguousarray(rows).view(np.uint32).reshape(len(rows), -1)
+
+
 def _identical_rows(
-    matrix: np.ndarray, row_hashes: Callable[[np.ndarray], np.ndarray] = _row_hashes
+    matrix: UnitMatrix, row_hashes: Callable[[np.ndarray], np.ndarray] = _row_hashes
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows to index (the first of each group of identical rows, in input order) and
     the others as ``(row, first row of its group)`` pairs, by row.
 
     Rows are grouped by a hash of their bytes, then each row of a group is compared
     with the group's first byte for byte; only a group whose rows differ (two rows
-    sharing a hash) is sorted out exactly. Sorting the rows themselves held two more
-    copies of the matrix (3.5 GB at 1.8M vectors)."""
+    sharing a hash) is sorted out exactly. Rows are read a block at a time (hashing) or
+    by row number (comparing), never as one copy: sorting the rows themselves held two
+    more copies of the matrix (3.5 GB at 1.8M vectors)."""
     count = len(matrix)
     if not count:
         return np.arange(0), np.empty((0, 2), np.int64)
-    words = np.ascontiguousarray(matrix).view(np.uint32).reshape(count, -1)
-    hashes = row_hashes(words)
+    hashes = np.empty(count, np.uint64)
+    for start, block in _row_blocks(matrix):
+        hashes[start : start + len(block)] = row_hashes(_row_words(block))
     order = np.argsort(hashes, kind="stable")
     hashes = hashes[order]
     starts = np.flatnonzero(np.r_[True, hashes[1:] != hashes[:-1]])
+    del hashes
     group_of = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, count]))
     first = np.empty(count, np.int64)
     first[order] = order[starts][group_of]  # the first row of each row's hash group
+    del order, group_of
     own = np.arange(count)
     shared = np.flatnonzero(first != own)
     differs = np.zeros(count, bool)
     for start in range(0, shared.size, BLOCK_ROWS):
         block = shared[start : start + BLOCK_ROWS]
-        differs[block] = (words[block] != words[first[block]]).any(axis=1)
+        differs[block] = (_row_words(matrix[block]) != _row_words(matrix[first[block]])).any(axis=1)
     for group_first in np.unique(first[differs]):  # rows that only share a hash
         members = np.flatnonzero(first == group_first)
-        rows = np.ascontiguousarray(words[members]).view(
-            np.dtype((np.void, words.dtype.itemsize * words.shape[1]))
-        )
+        words = _row_words(matrix[members])
+        rows = words.view(np.dtype((np.void, words.dtype.itemsize * words.shape[1])))
         _, first_of_group, group = np.unique(rows.ravel(), return_index=True, return_inverse=True)
         first[members] = members[first_of_group[group.ravel()]]
     copy_rows = np.flatnonzero(first != own)
@@ -714,7 +790,7 @@ def _identical_rows(
 
 
 def _build_usearch(
-    matrix: np.ndarray,
+    matrix: UnitMatrix,
     rows: np.ndarray,
     keys: np.ndarray,
     tmp: Path,
@@ -757,7 +833,7 @@ def _usearch_tick(progress: Progress, before: int, total: int) -> Callable[[int,
     return tick
 
 
-def _build_hnswlib(matrix: np.ndarray, keys: np.ndarray, tmp: Path, params: dict[str, int]) -> None:
+def _build_hnswlib(matrix: UnitMatrix, keys: np.ndarray, tmp: Path, params: dict[str, int]) -> None:
     import hnswlib
 
     index = hnswlib.Index(space="ip", dim=matrix.shape[1])
@@ -772,7 +848,7 @@ def _build_hnswlib(matrix: np.ndarray, keys: np.ndarray, tmp: Path, params: dict
     index.save_index(os.fspath(tmp))
 
 
-def _mean_of_rows(matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _mean_of_rows(matrix: UnitMatrix, rows: np.ndarray) -> np.ndarray:
     """The float32 mean of ``matrix[rows]`` (zeros for no rows), summed in float64 a
     block of rows at a time instead of from a copy of those rows."""
     total = np.zeros(matrix.shape[1], np.float64)
@@ -782,7 +858,7 @@ def _mean_of_rows(matrix: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def _build_bitscan(
-    matrix: np.ndarray, rows: np.ndarray, keys: np.ndarray, tmp: Path, mean: np.ndarray
+    matrix: UnitMatrix, rows: np.ndarray, keys: np.ndarray, tmp: Path, mean: np.ndarray
 ) -> None:
     """The scan of ``matrix[rows]`` keyed by ``keys``, its sign codes packed a block of
     rows at a time."""

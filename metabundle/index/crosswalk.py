@@ -37,6 +37,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from metabundle.index.vector_file import Vectors
 from metabundle.schemas import arrow_schema, get_table
 
 #: Smallest cosine similarity a similarity link needs. Measured on the session build
@@ -183,37 +184,51 @@ SIMILARITY_DOCS = {("ukb", "field"): "field", ("dbgap", "variable"): "variable"}
 def similarity_links(
     con: duckdb.DuckDBPyConnection,
     search_doc: Path,
-    vectors: np.ndarray,
+    vectors: Vectors,
     linked: str,
 ) -> pa.Table:
     """Links from UK Biobank fields and dbGaP variables with no curated link (the
     ``(source, entity_id)`` pairs of table ``linked``) to their nearest valid standard
-    concept, when the cosine reaches :data:`STRONG_COSINE`."""
+    concept, when the cosine reaches :data:`STRONG_COSINE`. Only docnos are fetched for
+    the search, the names and codes only of the concepts linked: every standard
+    concept's row as Python values was most of the step's memory at millions of
+    concepts."""
     kinds = " OR ".join(f"(d.source = '{s}' AND d.kind = '{k}')" for s, k in SIMILARITY_DOCS)
-    queries = con.sql(
-        "SELECT d.docno, d.source, d.kind, d.entity_id, d.title "
-        f"FROM read_parquet('{search_doc}') d "
-        f"WHERE ({kinds}) AND NOT EXISTS (SELECT 1 FROM {linked} l "
-        "WHERE l.source = d.source AND l.entity_id = d.entity_id) ORDER BY d.docno"
-    ).fetchall()
-    targets = con.sql(
-        f"SELECT d.docno, c.concept_id, c.vocabulary_id, c.concept_code, c.concept_name "
-        f"FROM read_parquet('{search_doc}') d JOIN omop_concept c "
+    docs = f"read_parquet('{search_doc}')"
+    query_docnos = _docnos(
+        con,
+        f"SELECT d.docno FROM {docs} d WHERE ({kinds}) AND NOT EXISTS (SELECT 1 FROM {linked} l "
+        "WHERE l.source = d.source AND l.entity_id = d.entity_id) ORDER BY d.docno",
+    )
+    target_docnos = _docnos(
+        con,
+        f"SELECT d.docno FROM {docs} d JOIN omop_concept c "
         "ON c.concept_id = TRY_CAST(d.entity_id AS BIGINT) "
         "WHERE d.source = 'omop' AND d.kind = 'concept' "
-        "AND c.standard_concept = 'S' AND c.invalid_reason IS NULL ORDER BY d.docno"
-    ).fetchall()
+        "AND c.standard_concept = 'S' AND c.invalid_reason IS NULL ORDER BY d.docno",
+    )
     schema = arrow_schema(get_table("concept_crosswalk"))
-    if not queries or not targets:
-        return pa.Table.from_pylist([], schema=schema)
-    query_docnos = np.array([q[0] for q in queries], dtype=np.int64)
-    target_docnos = np.array([t[0] for t in targets], dtype=np.int64)
     best, scores = exact_nearest(vectors, query_docnos, target_docnos)
+    kept = np.flatnonzero((best >= 0) & (scores >= STRONG_COSINE))
+    pairs = pa.table(
+        {
+            "query_docno": query_docnos[kept],
+            "target_docno": target_docnos[best[kept]],
+            "score": scores[kept],
+        }
+    )
+    con.register("similar_pair", pairs)
+    found = con.sql(
+        "SELECT d.source, d.kind, d.entity_id, d.title, p.score, c.concept_id, "
+        "c.vocabulary_id, c.concept_code, c.concept_name "
+        f"FROM similar_pair p JOIN {docs} d ON d.docno = p.query_docno "
+        f"JOIN {docs} t ON t.docno = p.target_docno "
+        "JOIN omop_concept c ON c.concept_id = TRY_CAST(t.entity_id AS BIGINT) "
+        "ORDER BY p.query_docno"
+    ).fetchall()
+    con.unregister("similar_pair")
     rows = []
-    for (_, source, kind, entity_id, title), at, score in zip(queries, best, scores, strict=True):
-        if at < 0 or score < STRONG_COSINE:
-            continue
-        _, concept_id, vocabulary_id, code, name = targets[at]
+    for source, kind, entity_id, title, score, concept_id, vocabulary_id, code, name in found:
         cosine = round(float(score), 4)
         rows.append(
             {
@@ -236,13 +251,18 @@ def similarity_links(
     return pa.Table.from_pylist(rows, schema=schema)
 
 
+def _docnos(con: duckdb.DuckDBPyConnection, sql: str) -> np.ndarray:
+    """The ``docno`` column of ``sql``'s rows as int64."""
+    return con.execute(sql).fetchnumpy()["docno"].astype(np.int64)
+
+
 #: Queries and targets per matrix product of :func:`exact_nearest` (a 4096 x 4096
 #: float32 block of cosines is 64 MiB).
 BLOCK = 4096
 
 
 def exact_nearest(
-    vectors: np.ndarray, queries: np.ndarray, targets: np.ndarray
+    vectors: Vectors, queries: np.ndarray, targets: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Index into ``targets`` (rows of ``vectors``) of each query row's nearest target
     and the cosine; ties go to the first target.
@@ -291,7 +311,7 @@ def crosswalk_table(
     con: duckdb.DuckDBPyConnection,
     tables: Mapping[str, Path],
     search_doc: Path,
-    vectors: np.ndarray | None,
+    vectors: Vectors | None,
 ) -> tuple[duckdb.DuckDBPyRelation, dict[str, Any]]:
     """Every link (table ``crosswalk`` on ``con``) and the coverage block."""
     empty = pa.Table.from_pylist([], schema=arrow_schema(get_table("concept_crosswalk")))

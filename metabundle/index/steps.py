@@ -27,16 +27,21 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from metabundle.config import BuildSettings
 from metabundle.db import connect
-from metabundle.index.ann import Vectors, build_source_index, gather_unit_rows, save_vectors
+from metabundle.index.ann import (
+    StoredUnitRows,
+    build_source_index,
+    gather_unit_rows,
+)
 from metabundle.index.ann_breadth import probe_rows, widen
 from metabundle.index.crosswalk import CROSSWALK_INPUTS, crosswalk_table
 from metabundle.index.embed import (
@@ -56,27 +61,30 @@ from metabundle.index.variants import (
     variant_table,
     write_variants,
 )
-from metabundle.index.vector_file import VectorFile, create_rows, unrelated_cosine
+from metabundle.index.vector_file import (
+    VECTORS_FILE,
+    VectorFile,
+    create_rows,
+    unrelated_cosine,
+)
 from metabundle.meter import Meter
 from metabundle.schemas import get_table, quote_identifier
 from metabundle.sources.base import SearchDocContext
 from metabundle.sources.registry import get_source
 from metabundle.sources.steps import StagedSource
-from metabundle.staging import StagedTable, stage_table
+from metabundle.staging import stage_table
 
 Reporter = Callable[[str], None]
 STEP_VERSION = {
     "docs": "2",
     "keyword": "2",
     "embed_plan": "1",
-    "embeddings": "1",
+    "embeddings": "2",
     "ann": "5",
     "crosswalk": "1",
 }
 DONE = "_stage.json"
 FTS_TABLES = ("fts_term", "fts_posting", "fts_doc", "fts_form", "fts_stats", "fts_variant")
-VECTORS_FILE = "ann/vectors.npy"
-EMBEDDING_BLOCK_ROWS = 131_072  # rows of the embedding table written at a time
 
 
 @dataclass(frozen=True)
@@ -385,6 +393,32 @@ def embed_shard(settings: BuildSettings, shard: EmbeddingShard, report: Reporter
     return stats
 
 
+class ColumnTexts(Sequence[str]):
+    """The strings of an Arrow column, made Python strings only when asked for (one, or
+    a slice of them): a list of every document's text and its normalized copy were
+    about a gigabyte of the embedding step at 3M documents."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        self._column = column
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    @overload
+    def __getitem__(self, which: int) -> str: ...
+
+    @overload
+    def __getitem__(self, which: slice) -> list[str]: ...
+
+    def __getitem__(self, which: int | slice) -> str | list[str]:
+        if isinstance(which, slice):
+            start, stop, step = which.indices(len(self._column))
+            if step != 1:
+                return [self._column[i].as_py() for i in range(start, stop, step)]
+            return self._column.slice(start, max(stop - start, 0)).to_pylist()
+        return self._column[which].as_py()
+
+
 class _EmbeddingMeter:
     """Reports how many texts need embedding, then throughput and time left."""
 
@@ -423,26 +457,22 @@ def build_embeddings(
     key = _embeddings_key(docs, embedder)
 
     def make(folder: Path) -> SearchStage:
-        table = pq.read_table(
-            docs.table("search_doc"), columns=["docno", "doc_id", "title", "embed_text"]
-        )
-        texts = [
-            e if e else t
-            for e, t in zip(
-                table.column("embed_text").to_pylist(),
-                table.column("title").to_pylist(),
-                strict=True,
+        table = pq.read_table(docs.table("search_doc"), columns=["title", "embed_text"])
+        embed_text = table.column("embed_text")
+        texts = ColumnTexts(
+            pc.if_else(
+                pc.fill_null(pc.not_equal(embed_text, ""), False), embed_text, table.column("title")
             )
-        ]
+        )
+        del table, embed_text
         total = len(texts)
         meter = _EmbeddingMeter(report, "embedding", embedder.model_id, total)
         cache = EmbeddingCache(settings.cache_dir / "embeddings")
-        # every document's float32 vector, written through a map whose pages are let go
-        # part by part, then read a block at a time (a VectorFile) into the release's
-        # float16 file and the embedding table: at 3M documents these two files were
-        # 4.6 GB of the step's resident pages
-        gathered = folder / ".vectors-float32.npy"
-        mapped, rows = create_rows(gathered, (total, embedder.dimension), np.float32)
+        # every document's vector, written in the release's float16 through a map whose
+        # pages are let go part by part: the step keeps none of the file resident, and
+        # the release writes its embedding table from this file
+        vectors = folder / "vectors.npy"
+        mapped, rows = create_rows(vectors, (total, embedder.dimension), np.float16)
         stats = embed_into(
             embedder,
             texts,
@@ -464,13 +494,6 @@ def build_embeddings(
             f"embeddings: {stats['requested']:,} texts, {stats['cached']:,} from cache, "
             f"{stats['embedded']:,} embedded ({embedder.model_id})"
         )
-        vectors = VectorFile(gathered)
-        save_vectors(vectors, folder / "vectors.npy")
-        staged = _stage_embedding_table(
-            table.select(["docno", "doc_id"]), vectors, embedder.model_id, folder
-        )
-        vectors.close()
-        gathered.unlink()
         info = {
             "embedding_provider": embedder.provider,
             "embedding_model": embedder.model_id,
@@ -478,69 +501,9 @@ def build_embeddings(
             "embedding_is_local": embedder.is_local,
             "embedding_stats": dict(stats),
         }
-        return SearchStage(
-            "embeddings",
-            key,
-            False,
-            {"embedding": str(staged.path)},
-            {VECTORS_FILE: str(folder / "vectors.npy")},
-            info,
-        )
+        return SearchStage("embeddings", key, False, {}, {VECTORS_FILE: str(vectors)}, info)
 
     return _cached_step(settings, "embeddings", key, make)
-
-
-EMBEDDING_STAGING_MEMORY = "1GB"
-"""DuckDB's memory while it stages the ``embedding`` table: unbounded, its file cache and
-parallel row groups held 4.5 GB at 3M documents; at 1 GB it holds 1.5 GB for a third
-more time (``benchmarks/README.md``)."""
-
-
-def _stage_embedding_table(
-    ids: pa.Table, vectors: Vectors, model_id: str, folder: Path
-) -> StagedTable:
-    """The ``embedding`` table (document ids and ``vectors``, row for row), written a
-    block of rows at a time and staged through the registry."""
-    raw = folder / ".embedding-raw.parquet"
-    dimension = vectors.shape[1]
-    schema = pa.schema(
-        [
-            ("docno", ids.schema.field("docno").type),
-            ("doc_id", pa.string()),
-            ("model", pa.string()),
-            ("vector", pa.list_(pa.float32(), dimension)),
-        ]
-    )
-    with pq.ParquetWriter(raw, schema, compression="none") as writer:
-        for start in range(0, ids.num_rows, EMBEDDING_BLOCK_ROWS):
-            block = ids.slice(start, EMBEDDING_BLOCK_ROWS)
-            rows = np.ascontiguousarray(vectors[start : start + block.num_rows], np.float32)
-            writer.write_table(
-                pa.table(
-                    {
-                        "docno": block.column("docno"),
-                        "doc_id": block.column("doc_id"),
-                        "model": pa.array([model_id] * block.num_rows, pa.string()),
-                        "vector": pa.FixedSizeListArray.from_arrays(
-                            pa.array(rows.reshape(-1)), dimension
-                        ),
-                    },
-                    schema=schema,
-                )
-            )
-    # DuckDB reads the file itself: through an Arrow dataset it held about five times
-    # the vectors in memory at a million documents (5.7 GB), reading ahead of the write.
-    with connect() as con:
-        con.execute(f"SET memory_limit = '{EMBEDDING_STAGING_MEMORY}'")
-        staged = stage_table(
-            "embedding",
-            con.read_parquet(str(raw)),
-            folder / "embedding.parquet",
-            con=con,
-            presorted=True,
-        )
-    raw.unlink()
-    return staged
 
 
 # -- 4. ANN indexes ---------------------------------------------------------------------
@@ -559,21 +522,27 @@ def build_ann_indexes(
     key = _key("ann", embeddings.key, backend, "widened", "unrelated")
 
     def make(folder: Path) -> SearchStage:
-        vectors = np.load(embeddings.file(VECTORS_FILE), mmap_mode="r")
+        # the vectors are read by rows and a block at a time, none of them kept: what
+        # the step holds is a few bytes a document (row numbers, hashes, sign codes)
+        vectors = VectorFile(embeddings.file(VECTORS_FILE))
+        search_doc = docs.table("search_doc")
         with connect() as con:
-            rows = con.sql(
-                f"SELECT source, docno FROM read_parquet('{docs.table('search_doc')}') "
-                "ORDER BY source, docno"
-            ).fetchnumpy()
+            all_docnos = _docnos(con, search_doc)
+            sources = [
+                row[0]
+                for row in con.execute(
+                    f"SELECT DISTINCT source FROM read_parquet('{search_doc}') ORDER BY source"
+                ).fetchall()
+            ]
+            source_docnos = {source: _docnos(con, search_doc, source) for source in sources}
         files: dict[str, str] = {}
         chosen: dict[str, str] = {}
         measured: dict[str, float] = {}
         probed: dict[str, float] = {}
         breadth: dict[str, int] = {}
-        all_docnos = rows["docno"].astype(np.int64)
-        for source in sorted(set(rows["source"].tolist())):
-            keys = all_docnos[rows["source"] == source]
-            matrix = gather_unit_rows(vectors, keys)  # the one copy every part reads
+        for source in sources:
+            keys = source_docnos.pop(source)
+            matrix = StoredUnitRows(vectors, keys)
             progress = _graph_progress(report, source)
             path, recall = build_source_index(matrix, keys, folder / source, backend, progress)
             chosen[source] = path.suffix.lstrip(".")
@@ -602,9 +571,22 @@ def build_ann_indexes(
             **{f"ann_probe_recall.{s}": r for s, r in probed.items()},
             **{f"ann_breadth.{s}": b for s, b in breadth.items()},
         }
+        vectors.close()
         return SearchStage("ann", key, False, {}, files, info)
 
     return _cached_step(settings, "ann", key, make)
+
+
+def _docnos(
+    con: duckdb.DuckDBPyConnection, search_doc: Path, source: str | None = None
+) -> np.ndarray:
+    """The docnos of ``source``'s documents (every document's without one), ascending."""
+    where = "" if source is None else "WHERE source = $source"
+    found = con.execute(
+        f"SELECT docno FROM read_parquet('{search_doc}') {where} ORDER BY docno",
+        {} if source is None else {"source": source},
+    ).fetchnumpy()
+    return found["docno"].astype(np.int64)
 
 
 def _graph_progress(report: Reporter, source: str) -> Callable[[int, int], None]:
@@ -652,14 +634,15 @@ def build_crosswalk(
     }
 
     def make(folder: Path) -> SearchStage:
+        # the vectors are read by rows (a block of concepts at a time), none kept resident
+        vectors = VectorFile(embeddings.file(VECTORS_FILE)) if embeddings.files else None
         with connect() as con:
-            vectors = (
-                np.load(embeddings.file(VECTORS_FILE), mmap_mode="r") if embeddings.files else None
-            )
             relation, coverage = crosswalk_table(con, tables, docs.table("search_doc"), vectors)
             table = stage_table(
                 "concept_crosswalk", relation, folder / "concept_crosswalk.parquet", con=con
             )
+        if vectors is not None:
+            vectors.close()
         report(f"concept_crosswalk: {table.rows:,} links")
         return SearchStage(
             "crosswalk",

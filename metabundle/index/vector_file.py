@@ -27,6 +27,8 @@ import numpy as np
 
 from metabundle.mapped import MappedFile
 
+VECTORS_FILE = "ann/vectors.npy"
+"""Where a release holds its exact vectors (row ``i`` the vector of docno ``i``)."""
 UNRELATED_PAIRS = 4000
 UNRELATED_SHARE = 0.001
 UNRELATED_SEED = 20261201
@@ -204,3 +206,8 @@ class VectorFile:
         if self._fd is not None:
             self._closer()
             self._fd = None
+
+
+Vectors = np.ndarray | VectorFile
+"""Exact vectors: a matrix, or a release's file read by rows (serving, and the build's
+steps that read it)."""

@@ -34,6 +34,7 @@ from metabundle.release.datasette_meta import assets_dir, write_datasette_files
 from metabundle.release.digest_record import record_digests
 from metabundle.release.doc_rows import DOC_ROWS_FILE, write_doc_rows
 from metabundle.release.duckdb_file import write_duckdb
+from metabundle.release.embedding_table import write_embedding_rows
 from metabundle.release.identifiers import IDENTIFIERS_FILE, write_identifiers
 from metabundle.release.manifest import (
     MANIFEST_FILE,
@@ -243,6 +244,12 @@ def _assemble(
         pa.Table.from_pylist(_info_rows(version, created_at, search)),
         staging / "release_info.parquet",
     ).path
+    if "search_doc" in tables:
+        embedding = write_embedding_rows(
+            search.files, tables["search_doc"], search.info, staging / "embedding.parquet"
+        )
+        if embedding is not None:
+            tables["embedding"] = embedding
     parquet = _write_parquet(root, version, tables)
     shutil.rmtree(staging)
     declared = [(get_table(name), path) for name, path in sorted(parquet.items())]

@@ -24,7 +24,7 @@ from metabundle.errors import ReleaseError
 from metabundle.index.ann import AnnIndex, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
-from metabundle.index.vector_file import VectorFile, unrelated_cosine
+from metabundle.index.vector_file import VECTORS_FILE, VectorFile, unrelated_cosine
 from metabundle.release.doc_rows import DOC_ROWS_FILE, DocRows
 from metabundle.release.identifiers import IDENTIFIERS_FILE, Identifiers
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
@@ -309,7 +309,7 @@ class Release:
     @cached_property
     def vectors(self) -> VectorFile | None:
         """The exact vectors, row ``i`` = docno ``i``, read by rows on demand."""
-        path = self.path / "ann" / "vectors.npy"
+        path = self.path / VECTORS_FILE
         return VectorFile(self._checked_file(path)) if path.exists() else None
 
     @cached_property

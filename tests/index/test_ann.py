@@ -14,6 +14,7 @@ from metabundle.index.ann import (
     BACKENDS,
     BITSCAN_POOL,
     AnnIndex,
+    StoredUnitRows,
     as_unit_rows,
     build_ann_index,
     build_source_index,
@@ -21,8 +22,10 @@ from metabundle.index.ann import (
     gather_unit_rows,
     load_vectors,
     open_ann_index,
+    read_sidecar,
     save_vectors,
     self_recall,
+    tenth_best,
     unit_rows,
 )
 from metabundle.index.steps import _graph_progress
@@ -477,3 +480,45 @@ def test_self_recall_measures_what_the_index_finds(tmp_path: Path, data: np.ndar
     wrong = tmp_path / "wrong.usearch"  # a graph of other vectors under the same keys
     build_ann_index(np.random.default_rng(3).permutation(data), keys, wrong, "usearch")
     assert self_recall(open_ann_index(wrong), data, keys) < 0.2
+
+
+@pytest.mark.parametrize("backend", ["bitscan", "usearch"])
+def test_an_index_of_stored_rows_read_by_blocks_is_the_index_of_their_gathered_copy(
+    tmp_path: Path, data: np.ndarray, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ANN step reads a source's rows from the vector file a block at a time
+    instead of gathering them into one float32 copy: the index, its sidecar (copies,
+    corpus mean) and its measured recall are the same."""
+    vectors = data[:1500].copy()
+    vectors[7::5] = vectors[2]  # identical rows, grouped across blocks
+    save_vectors(vectors, tmp_path / "v.npy")
+    stored = VectorFile(tmp_path / "v.npy")
+    picked = np.arange(3, 1500, 2, dtype=np.int64)
+    monkeypatch.setattr(ann, "BLOCK_ROWS", 128)
+    gathered = gather_unit_rows(stored, picked)
+    streamed = StoredUnitRows(stored, picked)
+    np.testing.assert_array_equal(streamed[5:300], gathered[5:300])
+    np.testing.assert_array_equal(streamed[np.array([9, 2, 700])], gathered[[9, 2, 700]])
+    copy, read = tmp_path / f"copy.{backend}", tmp_path / f"read.{backend}"
+    build_ann_index(gathered, picked, copy, backend)
+    build_ann_index(streamed, picked, read, backend)
+    assert read.read_bytes() == copy.read_bytes()
+    assert read_sidecar(read) == read_sidecar(copy)
+    assert read_sidecar(read)["duplicates"]["keys"]  # the copies were found
+    index = open_ann_index(read)
+    assert self_recall(index, streamed, picked) == self_recall(index, gathered, picked)
+
+
+def test_the_brute_force_tenth_best_is_found_a_block_at_a_time(
+    data: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matrix = unit_rows(data[:1000])
+    queries = matrix[[0, 500, 999, 500]]
+    own = np.array([0, 500, 999, 17])
+    monkeypatch.setattr(ann, "BLOCK_ROWS", 96)
+    found = tenth_best(matrix, queries, 10, own)
+    for i, query in enumerate(queries):
+        scores = matrix @ query
+        scores[own[i]] = -np.inf
+        assert found[i] == pytest.approx(np.sort(scores)[-10], abs=1e-6)
+    assert (tenth_best(matrix, queries, 10) >= found).all()  # with the own row kept

@@ -31,6 +31,7 @@ from metabundle.index.embed import (
     get_embedder,
     normalize_text,
 )
+from metabundle.index.embed import cache as embed_cache
 from metabundle.index.embed.minilm import (
     MODEL_SHA256,
     MiniLMEmbedder,
@@ -39,6 +40,7 @@ from metabundle.index.embed.minilm import (
     verify_sha256,
 )
 from metabundle.index.embed.wordllama import WordLlamaEmbedder
+from metabundle.index.steps import ColumnTexts
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -367,3 +369,19 @@ def test_embedding_into_a_memory_map_gives_the_vectors_in_input_order(
     assert stats == {"requested": 5, "unique": 3, "cached": 2, "embedded": 1}
     np.testing.assert_allclose(out, wordllama.embed(texts), atol=1e-6)
     assert parts_written == [0, 1]  # once after each of the cache's two parts
+
+
+def test_texts_are_keyed_a_block_at_a_time_from_a_column_read_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The embedding step keys every document's text without a Python copy of them
+    all: its texts stay an Arrow column, normalized and hashed a block at a time, with
+    the keys of normalizing them all at once."""
+    raw = [f"  text\t{i % 7}  " if i % 3 else f"title {i}" for i in range(50)]
+    texts = ColumnTexts(pa.chunked_array([raw[:20], raw[20:]]))
+    assert len(texts) == 50 and texts[21] == raw[21] and texts[18:23] == raw[18:23]
+    assert texts[1:9:3] == raw[1:9:3]
+    monkeypatch.setattr(embed_cache, "KEY_BLOCK_TEXTS", 8)
+    expected = cache_keys("m", [normalize_text(t) for t in raw])
+    assert (embed_cache.text_keys("m", texts) == expected).all()
+    assert len(np.unique(expected)) == 7 + 17  # equal after normalizing, equal keys

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import idc_index_data
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -49,6 +50,23 @@ def test_release_has_the_documented_layout(mirror_build: Build) -> None:
     assert {"SHA256SUMS", "datapackage.json", "README.md"} <= names
     metadata = pq.read_metadata(mirror_build.release / "parquet" / "idc_collection.parquet")
     assert metadata.metadata[b"metabundle.release"] == mirror_build.release.name.encode()
+
+
+def test_the_embedding_table_is_the_served_vectors_in_parquet_only(release: Release) -> None:
+    """``parquet/embedding.parquet`` holds every search document's vector as serving
+    scores it (``ann/vectors.npy``), row for row with ``search_doc``; the DuckDB file
+    holds no second copy."""
+    table = pq.read_table(release.path / "parquet" / "embedding.parquet")
+    served = np.load(release.path / "ann" / "vectors.npy")
+    assert table.column("docno").to_pylist() == list(range(len(served)))
+    ids = [doc_id for (doc_id,) in release.query("SELECT doc_id FROM search_doc ORDER BY docno")]
+    assert table.column("doc_id").to_pylist() == ids
+    assert set(table.column("model").to_pylist()) == {release.search_info["embedding_model"]}
+    vectors = table.column("vector").combine_chunks().flatten().to_numpy()
+    np.testing.assert_array_equal(vectors.reshape(served.shape), served.astype(np.float32))
+    assert not release.query(
+        "SELECT 1 FROM information_schema.tables WHERE table_name = 'embedding'"
+    )
 
 
 def test_info_summarizes_the_release(mirror_build: Build) -> None:

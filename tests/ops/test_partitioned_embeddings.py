@@ -139,9 +139,7 @@ def test_partitions_give_the_vectors_of_one_process(
         np.load(partitioned.embeddings.file("ann/vectors.npy")),
         np.load(single.file("ann/vectors.npy")),
     )
-    assert pq.read_table(single.table("embedding")).equals(
-        pq.read_table(partitioned.embeddings.table("embedding"))
-    )
+    assert not single.tables and not partitioned.embeddings.tables  # the release writes it
 
 
 KILLABLE = """

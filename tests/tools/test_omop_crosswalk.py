@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from metabundle.index.crosswalk import STRONG_COSINE
@@ -177,6 +178,25 @@ def test_similarity_links_are_labelled_and_strong(release: Release) -> None:
     for row in rows:
         assert row["link_type"] == "similarity" and row["score"] >= STRONG_COSINE
         assert row["relationship_id"] is None and "not a curated mapping" in row["provenance"]
+    for row in rows[:: max(1, len(rows) // 20)]:  # the concept named is the one linked
+        ((vocabulary, code, name),) = release.query(
+            "SELECT vocabulary_id, concept_code, concept_name FROM omop_concept "
+            "WHERE concept_id = ?",
+            [row["concept_id"]],
+        )
+        assert f"({vocabulary} {code} {name!r})" in row["provenance"]
+        (entity_docno,), (concept_docno,) = (
+            release.query(
+                "SELECT docno FROM search_doc WHERE source = ? AND entity_id = ? AND kind = ?",
+                [source, entity, kind],
+            )[0]
+            for source, entity, kind in (
+                (row["source"], row["entity_id"], row["entity_kind"]),
+                ("omop", str(row["concept_id"]), "concept"),
+            )
+        )
+        vectors = np.asarray(release.vectors[[entity_docno, concept_docno]], np.float32)
+        assert float(vectors[0] @ vectors[1]) == pytest.approx(row["score"], abs=2e-3)
     assert not release.query(
         "SELECT 1 FROM concept_crosswalk WHERE link_type = 'similarity' "
         "AND method <> 'embedding_similarity'"

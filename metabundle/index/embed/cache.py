@@ -72,6 +72,20 @@ def cache_keys(model_id: str, normalized_texts: Sequence[str]) -> np.ndarray:
     return np.frombuffer(b"".join(digests), dtype=f"S{KEY_BYTES}")
 
 
+#: Texts normalized and hashed at a time by :func:`text_keys`.
+KEY_BLOCK_TEXTS = 65_536
+
+
+def text_keys(model_id: str, texts: Sequence[str]) -> np.ndarray:
+    """:func:`cache_keys` of every text, normalized a block of texts at a time: only the
+    keys (32 bytes a text) are kept, not a normalized copy of every text."""
+    blocks = [
+        cache_keys(model_id, [normalize_text(t) for t in texts[start : start + KEY_BLOCK_TEXTS]])
+        for start in range(0, len(texts), KEY_BLOCK_TEXTS)
+    ]
+    return np.concatenate(blocks) if blocks else np.empty(0, f"S{KEY_BYTES}")
+
+
 def _key_array(keys: np.ndarray) -> pa.FixedSizeBinaryArray:
     """An ``S32`` numpy array as a pyarrow fixed_size_binary(32) array (no per-row work)."""
     raw = np.ascontiguousarray(keys, dtype=f"S{KEY_BYTES}")
@@ -261,16 +275,18 @@ def _fill(
     """Embed the distinct texts ``cache`` lacks, persisting every ``chunk_texts`` of them
     (default :data:`CHUNK_TEXTS`)."""
     model_id = embedder.model_id
-    normalized = [normalize_text(t) for t in texts]
-    keys = cache_keys(model_id, normalized)
+    keys = text_keys(model_id, texts)
     unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    del keys
     missing = np.flatnonzero(~cache.contains(model_id, unique_keys))
     if on_start is not None:
         on_start(len(missing))
     step = chunk_texts or CHUNK_TEXTS
     for start in range(0, len(missing), step):
         chunk = missing[start : start + step]
-        vectors = embedder.embed([normalized[first[i]] for i in chunk], progress=progress)
+        vectors = embedder.embed(
+            [normalize_text(texts[first[i]]) for i in chunk], progress=progress
+        )
         cache.add(model_id, unique_keys[chunk], vectors)
     stats = CacheStats(
         requested=len(texts),
