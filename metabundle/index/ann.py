@@ -157,10 +157,10 @@ UNIT_TOLERANCE = 1e-4
 
 def as_unit_rows(vectors: Any) -> UnitMatrix:
     """``vectors`` itself when it already is a float32 C-contiguous matrix of unit (or
-    zero) rows, else :func:`unit_rows`'s normalized copy. The build normalizes a
-    source's matrix once (:func:`gather_unit_rows`) and every part of the ANN step reads
-    that one copy: a copy per part held three at once, 25 GB at 6.5M vectors. Stored
-    rows (:class:`StoredUnitRows`) are unit rows already and come back as they are."""
+    zero) rows, else :func:`unit_rows`'s normalized copy; stored rows
+    (:class:`StoredUnitRows`, what the build's ANN step reads) are unit rows already
+    and come back as they are, so no part of the step copies them (a copy per part
+    held three at once, 25 GB at 6.5M vectors)."""
     if isinstance(vectors, StoredUnitRows):
         return vectors
     if (

@@ -317,7 +317,12 @@ def crosswalk_table(
     empty = pa.Table.from_pylist([], schema=arrow_schema(get_table("concept_crosswalk")))
     con.register("no_link", empty)
     curated = curated_links(con, tables) or f"SELECT {CROSSWALK_COLUMNS} FROM no_link"
-    con.execute(f"CREATE TEMP TABLE curated AS SELECT DISTINCT * FROM ({curated})")
+    # the links first, then their distinct rows: in one statement the vocabulary's joins
+    # and the DISTINCT held more than a working connection's bound at 10M documents
+    # (6.4M concepts), where the two statements stay under it
+    con.execute(f"CREATE TEMP TABLE curated_rows AS {curated}")
+    con.execute("CREATE TEMP TABLE curated AS SELECT DISTINCT * FROM curated_rows")
+    con.execute("DROP TABLE curated_rows")
     similar = empty
     if vectors is not None:
         similar = similarity_links(con, search_doc, vectors, "curated")

@@ -130,6 +130,18 @@ def _user_message(error: SerializableErrorInfo | None) -> str | None:
     return None
 
 
+def _cause(error: SerializableErrorInfo | None) -> str:
+    """The first line (``module.Class: message``, as Python shows it) of the first error
+    in a Dagster error chain that is not Dagster's own: its wrapper says only that an op
+    failed."""
+    while error is not None and error.cls_name.startswith("Dagster"):
+        error = error.cause or error.context
+    if error is None:
+        return "unknown error"
+    lines = error.message.strip().splitlines()
+    return lines[0] if lines else error.cls_name
+
+
 def failure_message(result: ExecuteInProcessResult) -> str:
     """One sentence saying which step failed and why."""
     for event in result.all_events:
@@ -152,6 +164,5 @@ def failure_message(result: ExecuteInProcessResult) -> str:
             step = event.step_key or "a step"
             if message is not None:
                 return message
-            summary = error.message.strip().splitlines()[-1] if error else "unknown error"
-            return f"Build step {step} failed unexpectedly: {summary}"
+            return f"Build step {step} failed unexpectedly: {_cause(error)}"
     return "The build failed; see the Dagster event log for details"

@@ -15,6 +15,7 @@ from dagster import (
     Definitions,
     SensorDefinition,
     SensorResult,
+    asset,
     build_sensor_context,
     materialize,
 )
@@ -25,6 +26,7 @@ from metabundle.orchestration.definitions import resources_for
 from metabundle.orchestration.jobs import BUILD_AND_PUBLISH, rebuild_request
 from metabundle.orchestration.progress import Progress
 from metabundle.orchestration.resources import BuildConfig
+from metabundle.orchestration.run import failure_message
 from metabundle.sources.registry import SOURCES, get_source
 from tests.ops.conftest import OmopBuilds, writable_copy
 from tests.support.static_server import StaticServer, serve_static
@@ -203,3 +205,23 @@ def test_the_publish_asset_publishes_the_built_release(
     published = Path(result.output_for_node("published_release"))
     assert published == tmp_path / "site" / "releases" / build.release.name
     assert (tmp_path / "site" / "latest").read_text().strip() == build.release.name
+
+
+def test_an_unexpected_failure_names_its_cause_not_dagsters_wrapper() -> None:
+    """A step that fails with an error of no metabundle kind is reported by that error
+    (class and first line), not by Dagster's "Error occurred while executing op"
+    wrapper, which names nothing."""
+
+    @asset
+    def crosswalk() -> None:
+        try:
+            raise KeyError("similar_pair")
+        except KeyError as error:
+            raise RuntimeError("Out of Memory Error: failed to pin block of 256 KiB") from error
+
+    result = materialize([crosswalk], raise_on_error=False)
+    assert not result.success
+    message = failure_message(result)
+    assert message.startswith("Build step crosswalk failed unexpectedly: ")
+    assert message.endswith("RuntimeError: Out of Memory Error: failed to pin block of 256 KiB")
+    assert "Error occurred while executing" not in message
