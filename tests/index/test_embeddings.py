@@ -385,3 +385,13 @@ def test_texts_are_keyed_a_block_at_a_time_from_a_column_read_when_asked(
     expected = cache_keys("m", [normalize_text(t) for t in raw])
     assert (embed_cache.text_keys("m", texts) == expected).all()
     assert len(np.unique(expected)) == 7 + 17  # equal after normalizing, equal keys
+
+
+def test_wordllama_embedders_of_one_setting_share_one_loaded_model() -> None:
+    """A build makes an embedder per embedding shard (197 at 10M documents); each used
+    to load its own model, and every load kept about 28 MB after its embedder was gone."""
+    first, second = WordLlamaEmbedder(), WordLlamaEmbedder()
+    assert first._load() is second._load()
+    assert WordLlamaEmbedder(dim=64)._load() is not first._load()
+    texts = ["systolic blood pressure", "body mass index"]
+    np.testing.assert_array_equal(first.embed(texts), second.embed(texts))
