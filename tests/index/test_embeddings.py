@@ -8,6 +8,7 @@ WordLlama the weights inside its wheel (the OpenAI-compatible provider is tested
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -351,6 +352,57 @@ def test_vectors_are_read_part_by_part_first_copy_first(tmp_path: Path) -> None:
     assert batches >= n // 1_000
     with pytest.raises(KeyError, match="1 texts are not in the cache"):
         list(writer.iter_vectors("bench-model", cache_keys("bench-model", ["never cached"])))
+
+
+def test_membership_is_looked_up_in_a_key_index_that_follows_the_parts(
+    tmp_path: Path,
+) -> None:
+    """A lookup merges the keys of the parts the key index does not name into it once
+    there are ``index_after_parts`` of them, answers the same as reading every part,
+    and never claims the keys of a part that is gone."""
+    keys = cache_keys("bench-model", [f"text {i}" for i in range(80)])
+    cache = EmbeddingCache(tmp_path, index_after_parts=3)
+    index_file = cache.model_dir("bench-model") / "key-index.parquet"
+
+    def add_parts(first: int, count: int) -> None:
+        for start in range(first, first + 10 * count, 10):
+            cache.add("bench-model", keys[start : start + 10], np.zeros((10, 2), np.float32))
+
+    def indexed_parts() -> list[str]:
+        metadata = pq.read_schema(index_file).metadata
+        return json.loads(metadata[b"metabundle.parts"])
+
+    unknown = cache_keys("bench-model", ["never cached"])
+    asked = np.concatenate([keys[::-1], unknown])
+    add_parts(0, 2)
+    assert cache.contains("bench-model", asked).tolist() == [False] * 60 + [True] * 20 + [False]
+    assert not index_file.exists()  # two parts: read one by one
+
+    add_parts(20, 3)
+    parts = sorted(p.name for p in cache.model_dir("bench-model").glob("part-*.parquet"))
+    assert cache.contains("bench-model", asked).tolist() == [False] * 30 + [True] * 50 + [False]
+    assert indexed_parts() == parts  # five parts not indexed: merged into the index
+    assert len(pq.read_table(index_file)) == 50
+
+    add_parts(50, 2)  # two more parts are read beside the index, which stays as it was
+    assert cache.contains("bench-model", asked).tolist() == [False] * 10 + [True] * 70 + [False]
+    assert indexed_parts() == parts
+
+    lost = cache.model_dir("bench-model") / parts[0]  # keys 0-9
+    kept_index = index_file.read_bytes()
+    lost.unlink()
+    index_file.write_bytes(kept_index)  # an index naming a part that is gone
+    expected = [False] * 10 + [True] * 60 + [False] * 10 + [False]
+    assert cache.contains("bench-model", asked).tolist() == expected
+    assert (
+        EmbeddingCache(tmp_path, index_after_parts=None).contains("bench-model", asked).tolist()
+        == expected
+    )
+    assert parts[0] not in indexed_parts()  # six parts not indexed: a new index
+
+    cache.compact("bench-model")
+    assert not index_file.exists()
+    assert cache.contains("bench-model", asked).tolist() == expected
 
 
 def test_embedding_into_a_memory_map_gives_the_vectors_in_input_order(

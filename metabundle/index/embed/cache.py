@@ -12,17 +12,26 @@ renamed into place, so readers never see half a file and concurrent writers neve
 collide. A key found in several parts (two builds embedding the same new text at once)
 names the same text and model, so the copy in the first part by name is used.
 
-Nothing holds the whole cache: membership reads the parts' key columns only
+Nothing holds the whole cache: membership reads keys only
 (:meth:`EmbeddingCache.contains`), and vectors are read part by part, a batch of rows
 at a time, each requested key matched to its first cached row by sorting the keys
 (:meth:`EmbeddingCache.iter_vectors`), so that ten million vectors can be gathered into
 a memory-mapped file on a small machine. :meth:`EmbeddingCache.compact` merges a
 model's parts into one.
+
+Membership is looked up in a key index, ``key-index.parquet`` in the model's folder:
+the sorted distinct keys of the parts its metadata names. The parts it does not name
+are read one by one, and once there are ``index_after_parts`` of them their keys are
+merged into a new index (written to a temporary name and renamed, like a part). So a
+build that adds a thousand parts, a shard at a time, reads a bounded number of parts
+per shard instead of all of them. An index naming a part that is gone (after
+:meth:`EmbeddingCache.compact`) is not used.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 import uuid
@@ -49,6 +58,9 @@ __all__ = [
 
 KEY_BYTES = 32
 _PART_GLOB = "part-*.parquet"
+_KEY_INDEX = "key-index.parquet"
+#: Parts not in the key index that a lookup reads before it merges them into the index.
+INDEX_AFTER_PARTS = 64
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -115,8 +127,12 @@ def _model_dir_name(model_id: str) -> str:
 class EmbeddingCache:
     """Embeddings by content key, persisted as Parquet parts under ``directory``."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(
+        self, directory: Path | str, index_after_parts: int | None = INDEX_AFTER_PARTS
+    ) -> None:
         self.directory = Path(directory)
+        #: None: never write a key index (every lookup reads every part's keys).
+        self.index_after_parts = index_after_parts
 
     def model_dir(self, model_id: str) -> Path:
         """The folder holding ``model_id``'s parts."""
@@ -125,14 +141,18 @@ class EmbeddingCache:
     def contains(self, model_id: str, keys: np.ndarray) -> np.ndarray:
         """A bool mask: which of the ``S32`` ``keys`` are cached for ``model_id``.
 
-        Reads only the parts' key columns (32 bytes an entry), so a process that fills
-        the cache for one shard never holds the other shards' vectors.
+        Reads only keys (32 bytes an entry): the key index and the parts it does not
+        name, so a process that fills the cache for one shard never holds the other
+        shards' vectors.
         """
-        known = self._cached_keys(model_id)
-        if len(keys) == 0 or len(known) == 0:
-            return np.zeros(len(keys), bool)
-        found = pc.is_in(_key_array(keys), value_set=_key_array(known))
-        return found.to_numpy(zero_copy_only=False)
+        if len(keys) == 0:
+            return np.zeros(0, bool)
+        indexed, loose = self._known_keys(model_id)
+        found = _find_sorted(indexed, keys)[1]
+        if len(loose):
+            in_loose = pc.is_in(_key_array(keys), value_set=_key_array(loose))
+            found |= in_loose.to_numpy(zero_copy_only=False)
+        return found
 
     def iter_vectors(
         self, model_id: str, keys: np.ndarray, batch_rows: int = 65_536
@@ -146,9 +166,7 @@ class EmbeddingCache:
         known = np.concatenate(part_keys) if parts else np.empty(0, f"S{KEY_BYTES}")
         offsets = np.cumsum([0, *(len(k) for k in part_keys)])
         order = np.argsort(known, kind="stable")  # equal keys keep the order of parts
-        at = np.searchsorted(known[order], keys)
-        found = at < len(known)
-        found[found] = known[order[at[found]]] == keys[found]
+        at, found = _find_sorted(known[order], keys)
         if not found.all():
             raise KeyError(f"{int((~found).sum()):,} texts are not in the cache of {model_id!r}")
         chosen = order[at]  # the first cached row of every key
@@ -196,13 +214,14 @@ class EmbeddingCache:
         parts = self._parts(model_id)
         if len(parts) <= 1:
             return
-        keys = np.unique(self._cached_keys(model_id))
+        keys = _sorted_distinct(self._cached_keys(model_id))
         vectors = np.empty((len(keys), 0), np.float32)
         for positions, batch in self.iter_vectors(model_id, keys):
             if vectors.shape[1] == 0:
                 vectors = np.empty((len(keys), batch.shape[1]), np.float32)
             vectors[positions] = batch
         self._write_part(model_id, keys, vectors)
+        (self.model_dir(model_id) / _KEY_INDEX).unlink(missing_ok=True)
         for part in parts:
             part.unlink(missing_ok=True)
 
@@ -218,20 +237,91 @@ class EmbeddingCache:
             else np.empty(0, f"S{KEY_BYTES}")
         )
 
+    def _known_keys(self, model_id: str) -> tuple[np.ndarray, np.ndarray]:
+        """``model_id``'s cached keys: the key index's (sorted, distinct) and those of
+        the parts it does not name. Once there are ``index_after_parts`` such parts,
+        their keys are merged into a new index and the second array is empty."""
+        parts = self._parts(model_id)
+        indexed, covered = self._read_key_index(model_id, {part.name for part in parts})
+        loose_parts = [part for part in parts if part.name not in covered]
+        loose = (
+            np.concatenate([_part_keys(part) for part in loose_parts])
+            if loose_parts
+            else np.empty(0, f"S{KEY_BYTES}")
+        )
+        if self.index_after_parts is None or len(loose_parts) < self.index_after_parts:
+            return indexed, loose
+        indexed = _merge_sorted(indexed, _sorted_distinct(loose))
+        names = sorted(covered | {part.name for part in loose_parts})
+        self._write_atomically(
+            model_id,
+            _KEY_INDEX,
+            pa.table({"key": _key_array(indexed)}),
+            {"metabundle.model_id": model_id, "metabundle.parts": json.dumps(names)},
+        )
+        return indexed, np.empty(0, f"S{KEY_BYTES}")
+
+    def _read_key_index(self, model_id: str, parts: set[str]) -> tuple[np.ndarray, set[str]]:
+        """The key index's sorted keys and the parts it covers; nothing when there is
+        none, or when it names a part that is no longer there."""
+        path = self.model_dir(model_id) / _KEY_INDEX
+        try:
+            table = pq.read_table(path, columns=["key"])
+        except FileNotFoundError:
+            return np.empty(0, f"S{KEY_BYTES}"), set()
+        metadata = table.schema.metadata or {}
+        if metadata.get(b"metabundle.model_id", b"").decode() != model_id:
+            raise ValueError(f"{path} belongs to another model than {model_id!r}")
+        covered = set(json.loads(metadata[b"metabundle.parts"]))
+        if not covered <= parts:
+            return np.empty(0, f"S{KEY_BYTES}"), set()
+        return _keys_to_numpy(table.column("key").combine_chunks()), covered
+
     def _write_part(self, model_id: str, keys: np.ndarray, vectors: np.ndarray) -> Path:
+        name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+        return self._write_atomically(
+            model_id,
+            name,
+            pa.table({"key": _key_array(keys), "vector": _vector_array(vectors)}),
+            {"metabundle.model_id": model_id, "metabundle.dimension": str(vectors.shape[1])},
+        )
+
+    def _write_atomically(
+        self, model_id: str, name: str, table: pa.Table, metadata: dict[str, str]
+    ) -> Path:
+        """Write ``table`` as ``name`` in the model's folder: to a temporary name, then
+        renamed into place, so a reader never sees half a file."""
         folder = self.model_dir(model_id)
         folder.mkdir(parents=True, exist_ok=True)
-        table = pa.table({"key": _key_array(keys), "vector": _vector_array(vectors)})
-        table = table.replace_schema_metadata(
-            {"metabundle.model_id": model_id, "metabundle.dimension": str(vectors.shape[1])}
-        )
-        name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
-        tmp = folder / f".{name}.tmp"
+        tmp = folder / f".{name}.{uuid.uuid4().hex[:12]}.tmp"
         # uncompressed: float32 vectors and sha256 keys barely compress, and reading
         # compressed pages costs about 50% more time
-        pq.write_table(table, tmp, compression="none", use_dictionary=False)
+        pq.write_table(
+            table.replace_schema_metadata(metadata), tmp, compression="none", use_dictionary=False
+        )
         tmp.replace(folder / name)
         return folder / name
+
+
+def _find_sorted(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``keys`` is in ``sorted_keys`` (its first copy) and whether it is."""
+    at = np.searchsorted(sorted_keys, keys)
+    found = at < len(sorted_keys)
+    found[found] = sorted_keys[at[found]] == keys[found]
+    return at, found
+
+
+def _sorted_distinct(keys: np.ndarray) -> np.ndarray:
+    """``keys`` sorted, each once (numpy's ``unique`` hashes byte strings first, which
+    takes four times as long as the sort)."""
+    ordered = np.sort(keys)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(keys) else ordered
+
+
+def _merge_sorted(sorted_keys: np.ndarray, new_keys: np.ndarray) -> np.ndarray:
+    """Two arrays of sorted distinct keys as one (no sort of the first one)."""
+    new_keys = new_keys[~_find_sorted(sorted_keys, new_keys)[1]]
+    return np.insert(sorted_keys, np.searchsorted(sorted_keys, new_keys), new_keys)
 
 
 def _part_keys(part: Path) -> np.ndarray:
