@@ -133,7 +133,7 @@ class SourceSpec:
 
     @property
     def fusion(self) -> Fusion:
-        return self.policy.fusion
+        return self.policy.for_source(self.source).fusion
 
 
 def _per_method(tool: str, **fixed: Any) -> tuple[MethodCall, ...]:

@@ -19,7 +19,13 @@ from metabundle.index.tokenizer import tokenize
 from metabundle.index.variants import ALTERNATIVE_WEIGHT
 from metabundle.index.vector_file import VectorFile
 from metabundle.search.ranking.pipeline import candidates, new_retrieval, rank
-from metabundle.search.ranking.policies import AOU_CATALOG, POLICIES, UKB_FIELDS, Fusion
+from metabundle.search.ranking.policies import (
+    AOU_CATALOG,
+    POLICIES,
+    SEARCH_ALL,
+    UKB_FIELDS,
+    Fusion,
+)
 from metabundle.search.ranking.stages import query_words, title_candidates, title_match
 from metabundle.search.release import Release
 from metabundle.search.retrieval import (
@@ -169,6 +175,41 @@ def test_hybrid_weighs_what_a_keyword_match_covers(release: Release) -> None:
         release, "search_ukb_fields", {"query": query, "method": "keyword", "limit": 1}
     )
     assert keyword_only["results"][0]["scores"]["keyword"] == 1.0  # over the best there
+
+
+def test_search_all_ranks_omop_concepts_with_the_omop_fusion(release: Release) -> None:
+    """OMOP concepts are ranked with the keyword signal to the fourth power: a concept
+    matching half of the query's weight adds 0.3 * 0.5 ** 4, not 0.3 * 0.5. search_all
+    over OMOP alone lists what that policy ranks, and its weights say so; another
+    source is ranked with the plain fusion."""
+    query = "kidney infection"
+    payload = call_tool(release, "search_all", {"query": query, "sources": ["omop"], "limit": 10})
+    weights = payload["retrieval"]["weights"]
+    assert "keyword_power" not in weights  # search_all's fusion, then the sources' own
+    assert weights["per_source"] == {
+        "omop": {
+            "fusion": "weighted",
+            "keyword": 0.3,
+            "semantic": 0.7,
+            "semantic_scaling": "min_max",
+            "keyword_scaling": "over_ideal_bm25",
+            "keyword_power": 4.0,
+            "title_match": 0.2,
+        }
+    }
+    omop = SEARCH_ALL.for_source("omop")
+    assert omop.fusion.keyword_power == 4.0 and SEARCH_ALL.for_source("ukb") is SEARCH_ALL
+    hits, _ = rank(
+        release, query, policy=omop, method="hybrid", mask=source_mask(release, ["omop"]), limit=10
+    )
+    assert [str(i["id"]) for i in payload["results"]] == [
+        documents(release, [h.docno])[h.docno]["entity_id"] for h in hits
+    ]
+    partial = [h for h in hits if h.keyword is not None and 0 < h.keyword_scaled < 1]
+    assert partial  # the query's words are in different concepts
+    for hit in hits:
+        expected = 0.3 * hit.keyword_scaled**4 + 0.7 * hit.semantic_scaled + 0.2 * hit.title_match
+        assert hit.score == pytest.approx(expected, abs=1e-6)
 
 
 def test_the_title_match_puts_a_title_equal_to_the_query_first(release: Release) -> None:

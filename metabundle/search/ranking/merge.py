@@ -76,7 +76,7 @@ def rank_all(
         hits, retrieval = rank(
             release,
             query,
-            policy=policy,
+            policy=policy.for_source(source),
             method=method,
             mask=mask,
             limit=limit * DIVERSITY_POOL,
@@ -98,6 +98,7 @@ def rank_all(
         ranked = {source: drop_unrelated(hits) for source, hits in ranked.items()}
     retrieval.candidates = candidates
     retrieval.low_confidence = not confident
+    retrieval.weights = policy.weights(retrieval.effective_method)  # not the last source's
     unmatched = None
     if policy.unmatched_last is not None and method == "hybrid":
         # only hybrid reads the vectors: keyword answers stay up when they are damaged

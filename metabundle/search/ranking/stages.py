@@ -298,7 +298,7 @@ def _weighted(hits: dict[int, Hit], fusion: Fusion) -> None:
     for hit in hits.values():
         cosine = hit.semantic_scaled if fusion.scale_semantic else max(hit.semantic or 0.0, 0.0)
         hit.score = (
-            fusion.keyword_weight * hit.keyword_scaled
+            fusion.keyword_weight * hit.keyword_scaled**fusion.keyword_power
             + fusion.semantic_weight * cosine
             + fusion.title_match * hit.title_match
         )
