@@ -344,7 +344,7 @@ kidney" half of "kidney infection"), so a keyword match of part of the query is 
 a neighbour of the concept asked for: on the OMOP set (189 queries, minilm), hybrid
 nDCG@10 0.755 at power 1, 0.762 at 2, 0.768 at 3, 0.769 at 4 to 8, 0.766 at 16, against
 semantic-only's 0.751; the other sources' sets lost 0.001 to 0.007 (UK Biobank,
-dbGaP) or gained 0.002 (All of Us) at powers 2 to 4 (``benchmarks/README.md``)."""
+dbGaP) or gained up to 0.003 (All of Us) at powers 2 to 4 (``benchmarks/README.md``)."""
 OMOP_EMBEDDING = Policy(
     "omop_embedding",
     RRF,
