@@ -29,7 +29,7 @@ from metabundle.release.doc_rows import DOC_ROWS_FILE, DocRows
 from metabundle.release.identifiers import IDENTIFIERS_FILE, Identifiers
 from metabundle.release.integrity import DAMAGED, check_digest, check_release_files
 from metabundle.release.pointer import resolve_release
-from metabundle.search import mapped_pages
+from metabundle.search import freed_memory, mapped_pages
 from metabundle.search.engine import DEFAULT_THREADS, open_hardened
 from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
 from metabundle.search.sql_guard import first_line
@@ -170,7 +170,9 @@ class Release:
         go when they pass their budget (:meth:`trim_mapped_pages`). DuckDB's memory is
         let go (:meth:`trim_duckdb_memory`) with no query running: when a call ends
         with DuckDB over its budget and other calls still running, new calls wait until
-        those have ended and the last of them has let it go."""
+        those have ended and the last of them has let it go. The last call running also
+        gives the memory the calls freed back to the system
+        (:mod:`metabundle.search.freed_memory`)."""
         with self._calls:
             self._calls.wait_for(lambda: not self._duckdb_trim_due)
             self._calls_running += 1
@@ -180,7 +182,8 @@ class Release:
             self.trim_mapped_pages()
             with self._calls:
                 self._calls_running -= 1
-                if self._calls_running:
+                last = not self._calls_running
+                if not last:
                     self._duckdb_trim_due = self._duckdb_trim_due or bool(self._duckdb_excess())
                 else:
                     try:
@@ -188,6 +191,8 @@ class Release:
                     finally:  # a failed trim must not keep the next calls waiting
                         self._duckdb_trim_due = False
                         self._calls.notify_all()
+            if last:
+                freed_memory.give_back()
 
     def duckdb_held_mb(self) -> dict[str, float]:
         """The memory DuckDB holds for this release by kind (``BASE_TABLE``: the table
