@@ -126,7 +126,11 @@ def test_recall_at_10_against_brute_force(
         assert raw / (K * len(queries)) >= 0.9
 
 
-def test_bitscan_codes_are_the_signs_around_the_mean(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scan_rows", [ann.SCAN_ROWS, 7])  # one block; 43, the last short
+def test_bitscan_codes_are_the_signs_around_the_mean(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_rows: int
+) -> None:
+    monkeypatch.setattr(ann, "SCAN_ROWS", scan_rows)
     vectors = clustered_unit_vectors(300, 70, seed=3)  # 70 is no multiple of 64: two words
     path = tmp_path / "codes.bitscan"
     build_ann_index(vectors, np.arange(300, dtype=np.int64) + 5, path, backend="bitscan")
@@ -143,6 +147,9 @@ def test_bitscan_codes_are_the_signs_around_the_mean(tmp_path: Path) -> None:
     hamming = (bits != query_bits).sum(axis=1)
     expected = np.cos(np.pi * hamming / 70)
     np.testing.assert_allclose(np.sort(scores)[::-1], np.sort(expected)[::-1], atol=1e-5)
+    rows, distance = index._hamming_nearest(vectors[10], 20)  # the 20 nearest, ties kept
+    np.testing.assert_array_equal(rows, np.flatnonzero(hamming <= np.sort(hamming)[19]))
+    np.testing.assert_array_equal(distance, hamming[rows])
 
 
 def test_search_clamps_k_and_validates_queries(index: AnnIndex, data: np.ndarray) -> None:
