@@ -230,12 +230,7 @@ class EmbeddingCache:
         return sorted(folder.glob(_PART_GLOB)) if folder.is_dir() else []
 
     def _cached_keys(self, model_id: str) -> np.ndarray:
-        parts = self._parts(model_id)
-        return (
-            np.concatenate([_part_keys(part) for part in parts])
-            if parts
-            else np.empty(0, f"S{KEY_BYTES}")
-        )
+        return _keys_of(self._parts(model_id))
 
     def _known_keys(self, model_id: str) -> tuple[np.ndarray, np.ndarray]:
         """``model_id``'s cached keys: the key index's (sorted, distinct) and those of
@@ -244,11 +239,7 @@ class EmbeddingCache:
         parts = self._parts(model_id)
         indexed, covered = self._read_key_index(model_id, {part.name for part in parts})
         loose_parts = [part for part in parts if part.name not in covered]
-        loose = (
-            np.concatenate([_part_keys(part) for part in loose_parts])
-            if loose_parts
-            else np.empty(0, f"S{KEY_BYTES}")
-        )
+        loose = _keys_of(loose_parts)
         if self.index_after_parts is None or len(loose_parts) < self.index_after_parts:
             return indexed, loose
         indexed = _merge_sorted(indexed, _sorted_distinct(loose))
@@ -322,6 +313,13 @@ def _merge_sorted(sorted_keys: np.ndarray, new_keys: np.ndarray) -> np.ndarray:
     """Two arrays of sorted distinct keys as one (no sort of the first one)."""
     new_keys = new_keys[~_find_sorted(sorted_keys, new_keys)[1]]
     return np.insert(sorted_keys, np.searchsorted(sorted_keys, new_keys), new_keys)
+
+
+def _keys_of(parts: list[Path]) -> np.ndarray:
+    """The keys of ``parts``, one after another, as an ``S32`` array."""
+    if not parts:
+        return np.empty(0, f"S{KEY_BYTES}")
+    return np.concatenate([_part_keys(part) for part in parts])
 
 
 def _part_keys(part: Path) -> np.ndarray:
