@@ -18,6 +18,7 @@ import click
 from metabundle import __version__
 from metabundle.config import PROFILES, BuildSettings
 from metabundle.errors import ConfigError, MetabundleError
+from metabundle.extras import extra_of, install_hint, require_extra
 
 EXIT_USER_ERROR = 1
 RELEASE_HELP = (
@@ -59,6 +60,11 @@ class MetabundleGroup(click.Group):
             sys.exit(0)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except ImportError as error:
+            extra = extra_of(error)
+            if extra is None or _debugging():
+                raise
+            _fail(install_hint(extra, f"metabundle {ctx.invoked_subcommand}", str(error.name)))
         except Exception as error:
             if _debugging():
                 raise
@@ -138,6 +144,7 @@ def _settings_from_flags(**flags: Any) -> BuildSettings:
 @click.option("--release-version", help="Force the version (YYYY.MM.DD[.N]).")
 def build(**flags: Any) -> None:
     """Fetch, parse, index and write a release; prints the release path."""
+    require_extra("build", "metabundle build")
     from metabundle.orchestration.progress import Progress
     from metabundle.orchestration.run import run_build
     from metabundle.terminal import build_output
@@ -203,6 +210,7 @@ def info(release: Path | None, as_json: bool) -> None:
 @click.option("--dbgap-studies", help="Comma-separated dbGaP studies.")
 def mirror(destination: Path, **flags: Any) -> None:
     """Download the real upstream files into the mirror layout (for offline builds)."""
+    require_extra("build", "metabundle mirror")
     from metabundle.mirror import mirror_sources
 
     settings = _settings_from_flags(out=destination, **flags)
@@ -215,13 +223,15 @@ def mirror(destination: Path, **flags: Any) -> None:
 @click.option("--port", type=int, default=3000)
 def dagster(out_dir: Path, port: int) -> None:
     """Open the pipeline in the Dagster UI (`dagster dev`), offline, on localhost."""
+    require_extra("build", "metabundle dagster")
     from metabundle.orchestration.home import ensure_dagster_home
 
     home = ensure_dagster_home(out_dir.resolve())
     os.environ.setdefault("METABUNDLE_OUT", str(out_dir.resolve()))
     click.echo(f"DAGSTER_HOME={home}", err=True)
-    args = ["dagster", "dev", "-m", "metabundle.orchestration", "-h", "127.0.0.1", "-p", str(port)]
-    os.execvp(args[0], args)
+    # this interpreter's dagster, found without PATH (pipx, uvx and services run us by path)
+    args = [sys.executable, "-m", "dagster", "dev", "-m", "metabundle.orchestration"]
+    os.execv(sys.executable, [*args, "-h", "127.0.0.1", "-p", str(port)])
 
 
 @main.command()
@@ -304,9 +314,26 @@ def _host_port(ctx: click.Context, param: click.Parameter, value: str | None) ->
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio. Use a loopback "
     "address such as 127.0.0.1:8765: the server has no authentication.",
 )
-def mcp_command(release_path: Path | None, http: tuple[str, int] | None) -> None:
-    """Serve a release to AI agents over MCP (stdio unless --http is given)."""
+@click.option(
+    "--print-config",
+    type=click.Choice(["claude-desktop", "vscode", "cursor", "claude-code"]),
+    help="Print the client's configuration for this release (absolute paths to this "
+    "install's executable and the release) instead of serving.",
+)
+def mcp_command(
+    release_path: Path | None, http: tuple[str, int] | None, print_config: str | None
+) -> None:
+    """Serve a release to AI agents over MCP (stdio unless --http is given), or print a
+    client's configuration for it with --print-config."""
     from metabundle.release.location import find_release
+
+    if print_config is not None:
+        from metabundle.mcp.client_config import client_config, where_it_goes
+
+        config = client_config(print_config, release_path)
+        click.echo(json.dumps(config, indent=2))
+        click.echo(where_it_goes(print_config), err=True)
+        return
 
     release = find_release(release_path)  # a bad path fails before the slow imports
     from metabundle.mcp.server import serve

@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from metabundle.extras import MissingExtra, install_hint
 from metabundle.index.vector_file import Vectors, load_vectors
 
 __all__ = [
@@ -388,7 +389,11 @@ class _HnswlibIndex(AnnIndex):
     backend = "hnswlib"
 
     def __init__(self, path: Path, info: dict[str, Any]) -> None:
-        import hnswlib
+        try:
+            import hnswlib
+        except ModuleNotFoundError as exc:
+            what = f"The hnswlib graph {path.name}"
+            raise MissingExtra(install_hint("hnswlib", what, "hnswlib")) from exc
 
         super().__init__(path, info)
         index = hnswlib.Index(space=str(info.get("space", "ip")), dim=self.dimension)

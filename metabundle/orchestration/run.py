@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dagster import (
     AssetKey,
@@ -17,7 +17,6 @@ from dagster import (
     define_asset_job,
     materialize,
 )
-from dagster_shared.error import SerializableErrorInfo
 
 from metabundle.config import BuildSettings
 from metabundle.errors import MetabundleError
@@ -26,6 +25,17 @@ from metabundle.orchestration.home import ensure_dagster_home
 from metabundle.orchestration.progress import Progress
 from metabundle.orchestration.selection import selection
 from metabundle.sources.registry import with_dependencies
+
+
+class ErrorChain(Protocol):
+    """What a step failure's error (Dagster's serialized exception) tells of each link of
+    its chain; only these attributes are read."""
+
+    cls_name: str
+    message: str
+    cause: ErrorChain | None
+    context: ErrorChain | None
+
 
 USER_ERRORS = {
     "MetabundleError",
@@ -121,7 +131,7 @@ def _reuse_text(step: str, reused: dict[str, Any]) -> str:
     return "reused (inputs unchanged)" if all(flags) else "rebuilt"
 
 
-def _user_message(error: SerializableErrorInfo | None) -> str | None:
+def _user_message(error: ErrorChain | None) -> str | None:
     """The message of the first metabundle error in a Dagster error chain."""
     while error is not None:
         if error.cls_name in USER_ERRORS:
@@ -130,7 +140,7 @@ def _user_message(error: SerializableErrorInfo | None) -> str | None:
     return None
 
 
-def _cause(error: SerializableErrorInfo | None) -> str:
+def _cause(error: ErrorChain | None) -> str:
     """The first line (``module.Class: message``, as Python shows it) of the first error
     in a Dagster error chain that is not Dagster's own: its wrapper says only that an op
     failed."""

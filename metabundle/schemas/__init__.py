@@ -25,7 +25,7 @@ from metabundle.schemas.derive import (
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table, Target
 from metabundle.schemas.registry import all_tables, get_table, register, tables_of_source
 
-_INFRASTRUCTURE = {"derive", "model", "registry", "sources"}
+_INFRASTRUCTURE = {"derive", "idc_package", "model", "registry", "sources"}
 _CROSS_SOURCE = ("search", "release")
 for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
     if _module.name not in _INFRASTRUCTURE | set(_CROSS_SOURCE):

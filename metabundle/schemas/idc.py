@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import idc_index_data
-
+from metabundle.schemas.idc_package import index_schema
 from metabundle.schemas.model import Column, ColumnType, ForeignKey, Table
 from metabundle.schemas.registry import register
 from metabundle.schemas.sources import SourceDescriptor, register_source
@@ -59,11 +58,8 @@ _BIGQUERY_TYPES: dict[str, ColumnType] = {
 
 
 def package_schema(index_name: str) -> dict[str, Any]:
-    """The ``<index>_schema.json`` the installed idc-index-data ships."""
-    schema = idc_index_data.INDEX_METADATA[index_name]["schema"]
-    if not isinstance(schema, dict):
-        raise RuntimeError(f"idc-index-data ships no schema for {index_name}")
-    return schema
+    """The ``<index>_schema.json`` idc-index-data ships (:mod:`.idc_package`)."""
+    return index_schema(index_name)
 
 
 def package_columns(index_name: str, *, not_null: tuple[str, ...] = ()) -> tuple[Column, ...]:

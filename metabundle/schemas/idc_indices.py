@@ -10,25 +10,10 @@ A build that cannot fetch an index still declares its table, empty
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import idc_index_data
-
 from metabundle.schemas.idc import _BIGQUERY_TYPES, SOURCE, package_schema
+from metabundle.schemas.idc_package import unshipped_indices
 from metabundle.schemas.model import Column, ColumnType, Table
 from metabundle.schemas.registry import register
-
-
-def unshipped_indices() -> tuple[str, ...]:
-    """Indices the installed package describes without their Parquet, sorted."""
-    return tuple(
-        sorted(
-            name
-            for name, meta in idc_index_data.INDEX_METADATA.items()
-            if not isinstance(meta.get("parquet_filepath"), Path)
-            and isinstance(meta.get("schema"), dict)
-        )
-    )
 
 
 def table_name(index_name: str) -> str:

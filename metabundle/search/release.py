@@ -21,6 +21,7 @@ import numpy as np
 
 from metabundle import __version__
 from metabundle.errors import ReleaseError
+from metabundle.extras import MissingExtra
 from metabundle.index.ann import AnnIndex, open_ann_index
 from metabundle.index.embed import Embedder, EmbeddingsUnavailable, get_embedder
 from metabundle.index.fts import KeywordIndex
@@ -343,7 +344,10 @@ class Release:
                 path = self.path / "ann" / f"{source}.{backend}"
                 if not path.exists():
                     return None
-                self._ann[source] = open_ann_index(self._checked_file(path))
+                try:
+                    self._ann[source] = open_ann_index(self._checked_file(path))
+                except MissingExtra as error:
+                    raise ToolError(EMBEDDINGS_UNAVAILABLE, str(error)) from None
             return self._ann[source]
 
     def _checked_file(self, path: Path) -> Path:

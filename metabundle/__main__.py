@@ -1,0 +1,5 @@
+"""``python -m metabundle``: the ``metabundle`` command."""
+
+from metabundle.cli import main
+
+main()
