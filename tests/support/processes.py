@@ -37,7 +37,7 @@ def serving(
             env=clean_env() if env is None else env,
         )
         try:
-            _wait_for_port(process, port, log)
+            wait_for_port(process, port, log)
             yield process
         finally:
             process.terminate()
@@ -48,7 +48,7 @@ def serving(
                 process.wait(timeout=30)
 
 
-def _wait_for_port(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+def wait_for_port(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
