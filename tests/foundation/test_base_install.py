@@ -181,3 +181,23 @@ def test_every_import_is_declared_in_pyproject() -> None:
         if not {closure.canonical(d) for d in by_module.get(module, [])} & declared
     }
     assert undeclared == {}
+
+
+def test_an_openai_embedded_release_on_the_base_install_names_its_extra() -> None:
+    """Query embeddings through an OpenAI-compatible server need the small ``openai``
+    extra; without it the provider says so instead of failing on an import."""
+    script = (
+        "from metabundle.index.embed import EmbeddingsUnavailable, get_embedder\n"
+        "try:\n    get_embedder('openai', model='any')\n"
+        "except EmbeddingsUnavailable as error:\n    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=base_install_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "needs the 'openai' extra" in done.stdout
+    assert "pip install 'metabundle[openai]'" in done.stdout
