@@ -23,6 +23,12 @@ class FetchError(MetabundleError):
         self.url = url
         self.reason = reason
 
+    @property
+    def absent(self) -> bool:
+        """Whether the upstream does not have the file (HTTP 404 or 410, or no such file
+        in a folder mirror): an expected absence for a file that may be missing."""
+        return self.reason.startswith(("HTTP 404", "HTTP 410", "no such file"))
+
 
 class ParseError(MetabundleError):
     """An upstream file is malformed; the message names the file and the place."""

@@ -229,7 +229,8 @@ def build_search_docs(
                 "search_identifier", identifiers, folder / "search_identifier.parquet", con=con
             )
         shutil.rmtree(folder / ".tmp", ignore_errors=True)
-        report(f"search_doc: {staged_docs.rows:,} documents ({counts})")
+        by_source = ", ".join(f"{source} {count:,}" for source, count in counts.items())
+        report(f"{staged_docs.rows:,} search documents ({by_source})")
         tables = {"search_doc": str(staged_docs.path), "search_identifier": str(staged_ids.path)}
         return SearchStage("docs", key, False, tables, {}, {"documents": counts})
 
@@ -271,9 +272,9 @@ def build_keyword_index(
         terms = tables["fts_term"].num_rows
         postings = tables["fts_posting"].num_rows
         report(
-            f"keyword index: {terms:,} terms, {postings:,} postings, "
-            f"{len(abbreviations):,} abbreviations, {len(spellings):,} spelling pairs, "
-            f"{title_words.rows:,} title words"
+            f"keyword index: {terms:,} distinct terms in {postings:,} (term, document) "
+            f"pairs; {len(abbreviations):,} abbreviations and {len(spellings):,} spelling "
+            f"variants learned from the documents; {title_words.rows:,} title words"
         )
         info = {
             "fts_terms": terms,
@@ -371,7 +372,11 @@ def plan_embedding_shards(
         for source, shard, count in stage.info["shards"]
     ]
     total = sum(shard.texts for shard in shards)
-    report(f"{total:,} distinct texts in {len(shards)} embedding shards of up to {size:,}")
+    plural = "" if len(shards) == 1 else "s"
+    report(
+        f"{total:,} distinct texts, split into {len(shards):,} shard{plural} of at most "
+        f"{size:,}; each shard embeds those not in the embedding cache yet"
+    )
     return shards
 
 
@@ -420,14 +425,24 @@ class ColumnTexts(Sequence[str]):
 
 
 class _EmbeddingMeter:
-    """Reports how many texts need embedding, then throughput and time left."""
+    """Reports how many texts need embedding (of ``texts``, counted as ``of`` says),
+    then throughput and time left; nothing more when every text is cached."""
 
-    def __init__(self, report: Reporter, what: str, model_id: str, texts: int) -> None:
+    def __init__(
+        self, report: Reporter, what: str, model_id: str, texts: int, of: str = "texts"
+    ) -> None:
         self.report, self.what, self.model_id, self.texts = report, what, model_id, texts
+        self.of = of
         self.meter: Meter | None = None
 
     def start(self, count: int) -> None:
-        self.report(f"{self.what}: {count:,} of {self.texts:,} texts to embed ({self.model_id})")
+        if not count:
+            self.report(f"{self.what}: all {self.texts:,} {self.of} already in the embedding cache")
+            return
+        self.report(
+            f"{self.what}: {count:,} distinct texts not in the embedding cache yet (of "
+            f"{self.texts:,} {self.of}); embedding them with {self.model_id}"
+        )
         self.meter = Meter(self.report, self.what, count, "texts")
 
     def advance(self, count: int) -> None:
@@ -466,7 +481,9 @@ def build_embeddings(
         )
         del table, embed_text
         total = len(texts)
-        meter = _EmbeddingMeter(report, "embedding", embedder.model_id, total)
+        meter = _EmbeddingMeter(
+            report, "document vectors", embedder.model_id, total, "documents' texts"
+        )
         cache = EmbeddingCache(settings.cache_dir / "embeddings")
         # every document's vector, written in the release's float16 through a map whose
         # pages are let go part by part: the step keeps none of the file resident, and
@@ -491,8 +508,9 @@ def build_embeddings(
             stats["embedded"] += by_shards
             stats["cached"] -= by_shards
         report(
-            f"embeddings: {stats['requested']:,} texts, {stats['cached']:,} from cache, "
-            f"{stats['embedded']:,} embedded ({embedder.model_id})"
+            f"vectors of {stats['requested']:,} documents written ({stats['unique']:,} "
+            f"distinct texts: {stats['embedded']:,} embedded in this build, "
+            f"{stats['cached']:,} from the embedding cache; {embedder.model_id})"
         )
         info = {
             "embedding_provider": embedder.provider,
@@ -546,23 +564,24 @@ def build_ann_indexes(
             progress = _graph_progress(report, source)
             path, recall = build_source_index(matrix, keys, folder / source, backend, progress)
             chosen[source] = path.suffix.lstrip(".")
-            notes = []
             if recall is not None:
                 measured[source] = round(recall, 4)
-                notes.append(f"recall@10 of the graph on its own vectors {recall:.3f}")
+            reach = ""
             probes = probe_rows(keys, all_docnos)
             if probes.size:
                 wide, reached = widen(path, matrix, keys, gather_unit_rows(vectors, probes))
                 probed[source] = round(reached, 4)
                 breadth[source] = wide
-                notes.append(
-                    f"on {probes.size} other sources' documents {reached:.3f} "
-                    f"searching {breadth[source]:,} wide"
+                reach = (
+                    f"; searching {wide:,} wide, it finds {_percent(reached)} of the 10 "
+                    f"nearest neighbours of {probes.size} other sources' documents"
                 )
             files[f"ann/{path.name}"] = str(path)
             files[f"ann/{path.with_suffix('.json').name}"] = str(path.with_suffix(".json"))
-            note = "".join(f"; {n}" for n in notes)
-            report(f"ann index {source}: {len(keys):,} vectors ({chosen[source]}{note})")
+            report(
+                f"nearest-neighbour index for {source}: {len(keys):,} vectors, "
+                f"{_index_kind(chosen[source], recall)}{reach}"
+            )
         info = {
             "unrelated_cosine": unrelated_cosine(vectors),
             "ann_backend": backend,
@@ -575,6 +594,23 @@ def build_ann_indexes(
         return SearchStage("ann", key, False, {}, files, info)
 
     return _cached_step(settings, "ann", key, make)
+
+
+def _percent(share: float) -> str:
+    """``0.9987`` → ``99.9 %``."""
+    return f"{share * 100:.1f} %"
+
+
+def _index_kind(backend: str, recall: float | None) -> str:
+    """How a source's nearest-neighbour index finds neighbours, in words: ``recall`` is
+    the share of its own vectors' 10 nearest neighbours a usearch graph found (None
+    when the backend was chosen by the build's settings, not measured)."""
+    if recall is None:
+        return f"a {backend} index (the backend this build was set to use)"
+    found = f"{_percent(recall)} of its own vectors' 10 nearest neighbours"
+    if backend == "usearch":
+        return f"a graph (usearch) that finds {found}"
+    return f"a scan of sign codes re-scored exactly ({backend}), as a graph found only {found}"
 
 
 def _docnos(
@@ -600,7 +636,8 @@ def _graph_progress(report: Reporter, source: str) -> Callable[[int, int], None]
             return
         meter = meters.get(total)
         if meter is None:
-            meter = meters[total] = Meter(report, f"ann graph {source}", total, "vectors")
+            what = f"nearest-neighbour graph for {source}"
+            meter = meters[total] = Meter(report, what, total, "vectors")
         meter.advance(done - meter.done)
         if done >= total:
             finished.add(total)
@@ -643,7 +680,7 @@ def build_crosswalk(
             )
         if vectors is not None:
             vectors.close()
-        report(f"concept_crosswalk: {table.rows:,} links")
+        report(f"{table.rows:,} links from entries of every source to standard OMOP concepts")
         return SearchStage(
             "crosswalk",
             key,

@@ -3,7 +3,9 @@
 The pipeline reports through a :class:`Progress` object (a Dagster resource). The
 CLI passes one that prints to the terminal; under ``dagster dev`` the default logs.
 Either way the timings, peak memory and reuse facts are collected into the build
-report that ``metabundle build`` writes to ``<out>/work/build_report.json``.
+report that ``metabundle build`` writes to ``<out>/work/build_report.json``. Every op
+that does work is a step, each embedding shard too (:func:`shard_step`), so that the
+build's summary accounts for its time.
 """
 
 from __future__ import annotations
@@ -39,6 +41,15 @@ class StepRecord:
 
 #: How often a running step's resident memory is read.
 MEMORY_SAMPLE_S = 0.2
+
+SHARD_STEP_PREFIX = "embed "
+"""Each embedding shard is a step of its own, named ``embed <shard>`` (``embed ukb_0``);
+the build summary adds the shards up in one line."""
+
+
+def shard_step(shard: str) -> str:
+    """The step name of embedding shard ``shard`` (``ukb_0`` → ``embed ukb_0``)."""
+    return SHARD_STEP_PREFIX + shard
 
 
 def _resident_bytes() -> int | None:
@@ -134,6 +145,11 @@ class Progress:
             for name, r in self.records.items()
         }
 
-    def write(self, path: Path) -> None:
+    def write(self, path: Path, seconds: float, summary: list[str] | None = None) -> None:
+        """Write the build report: every step's record, the build's wall time
+        (``seconds``) and, for a build that succeeded, its ``summary`` lines."""
+        report: dict[str, Any] = {"steps": self.report(), "seconds": round(seconds, 3)}
+        if summary is not None:
+            report["summary"] = summary
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"steps": self.report()}, indent=2, sort_keys=True))
+        path.write_text(json.dumps(report, indent=2, sort_keys=True))

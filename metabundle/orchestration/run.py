@@ -22,7 +22,7 @@ from metabundle.config import BuildSettings
 from metabundle.errors import MetabundleError
 from metabundle.orchestration.definitions import all_assets, resources_for
 from metabundle.orchestration.home import ensure_dagster_home
-from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.progress import SHARD_STEP_PREFIX, Progress
 from metabundle.orchestration.selection import selection
 from metabundle.sources.registry import with_dependencies
 
@@ -85,44 +85,88 @@ def run_build(settings: BuildSettings, progress: Progress) -> Path:
             run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
             tags={"metabundle/sources": ",".join(settings.sources)},
         )
-    progress.write(settings.work_dir / "build_report.json")
+    seconds = time.perf_counter() - started
+    report_path = settings.work_dir / "build_report.json"
     if not result.success:
+        progress.write(report_path, seconds)
         raise BuildFailed(failure_message(result))
-    for line in summary_lines(progress.report(), time.perf_counter() - started):
+    lines = summary_lines(progress.report(), seconds)
+    progress.write(report_path, seconds, lines)
+    for line in lines:
         progress.message("summary", line)
     return Path(result.output_for_node("release"))
 
 
+STEP_WIDTH = 16
+"""The width of the summary's step column (longer names widen it)."""
+UNTIMED_STEP = "between steps"
+UNTIMED_TEXT = "Dagster starting the run and handing each step's results to the next"
+"""The summary line of the time outside every step."""
+
+
 def summary_lines(report: dict[str, dict[str, Any]], seconds: float) -> list[str]:
     """What each step took (time, peak memory) and what it reused, for the end of
-    ``metabundle build``."""
+    ``metabundle build``: one line per step, the embedding shards added up in one line
+    (with their rate), and the time no step accounts for (Dagster's own work between
+    steps), so that the lines add up to the build's ``seconds``."""
     release = report.get("release", {}).get("reused", {})
     if release.get("release"):
         outcome = f"release {release.get('version')} is up to date (inputs unchanged)"
     else:
         outcome = f"release {release.get('version', '?')} written"
-    lines = [f"{seconds:.1f}s in all; {outcome}"]
+    rows: list[tuple[str, float, int | None, str]] = []
+    shards = {s: r for s, r in report.items() if s.startswith(SHARD_STEP_PREFIX)}
     for step, record in report.items():
-        peak = record.get("peak_rss_mib")
+        if step in shards:
+            if step == next(iter(shards)):
+                rows.append(_shards_row(list(shards.values())))
+            continue
+        text = _reuse_text(step, record["reused"])
+        rows.append((step, record["seconds"], record.get("peak_rss_mib"), text))
+    untimed = seconds - sum(row[1] for row in rows)
+    if untimed >= 0.05:
+        rows.append((UNTIMED_STEP, untimed, None, UNTIMED_TEXT))
+    width = max([STEP_WIDTH, *(len(row[0]) for row in rows)])
+    lines = [f"{seconds:.1f}s in all; {outcome}"]
+    for step, took, peak, text in rows:
         memory = f"{peak:>7,} MiB" if peak is not None else " " * 11
-        lines.append(
-            f"{step:<16} {record['seconds']:>7.1f}s {memory}  {_reuse_text(step, record['reused'])}"
-        )
+        lines.append(f"{step:<{width}} {took:>7.1f}s {memory}  {text}".rstrip())
     return lines
 
 
+def _shards_row(records: list[dict[str, Any]]) -> tuple[str, float, int | None, str]:
+    """The summary row of every embedding shard together: their time, the most memory
+    one held, how many texts they embedded and found cached, and the rate."""
+    took = sum(record["seconds"] for record in records)
+    peaks = [r["peak_rss_mib"] for r in records if r.get("peak_rss_mib") is not None]
+    embedded = sum(record["reused"].get("embedded", 0) for record in records)
+    cached = sum(record["reused"].get("cached", 0) for record in records)
+    count = len(records)
+    step = f"embed ({count:,} shard{'' if count == 1 else 's'})"
+    if embedded:
+        rate = embedded / took if took > 0 else 0.0
+        shown = f"{rate:,.1f}" if rate < 10 else f"{rate:,.0f}"
+        text = f"{embedded:,} texts embedded, {cached:,} from the embedding cache, {shown} texts/s"
+    else:
+        text = f"all {cached:,} texts already in the embedding cache"
+    return step, took, max(peaks, default=None), text
+
+
 def _reuse_text(step: str, reused: dict[str, Any]) -> str:
-    """One phrase saying what a step reused from earlier builds."""
+    """One phrase saying what a step did or reused from earlier builds (the texts are
+    embedded by the shards, so the ``embeddings`` step only reads their vectors)."""
     if step.startswith("raw_"):
         unchanged, files = reused.get("unchanged", 0), reused.get("files", 0)
         return f"{unchanged} of {files} files unchanged since the last build"
     if step.startswith("core_"):
         return "parse reused (inputs unchanged)" if reused.get("parse") else "parsed"
+    if step == "embedding_shards":
+        count, texts = reused.get("shards", 0), reused.get("texts", 0)
+        if not count:
+            return "nothing to embed"
+        return f"{texts:,} distinct texts in {count:,} shard{'' if count == 1 else 's'}"
     if step == "embeddings" and not reused.get("embeddings") and "requested" in reused:
-        return (
-            f"{reused['requested']:,} texts: {reused.get('cached', 0):,} from the embedding "
-            f"cache, {reused.get('embedded', 0):,} embedded"
-        )
+        return f"vectors of {reused['requested']:,} documents read from the embedding cache"
     if step == "release":
         return "up to date, nothing written" if reused.get("release") else "written"
     flags = [value for value in reused.values() if isinstance(value, bool)]

@@ -52,7 +52,7 @@ def write_duckdb(
                 con.execute(
                     f"CREATE INDEX {index} ON {quote_identifier(table.name)} (({expression}))"
                 )
-            report(f"duckdb: {table.name}")
+            report(f"DuckDB database: table {table.name} written")
         for statement in macros:
             con.execute(statement)
         con.execute("CHECKPOINT")

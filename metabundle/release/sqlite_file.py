@@ -83,7 +83,7 @@ def write_sqlite(
             for table, parquet in tables:
                 _copy_table(db, con, table, parquet, referable)
                 _index_table(db, table)
-                report(f"sqlite: {table.name}")
+                report(f"SQLite database: table {table.name} written")
         db.commit()
         db.execute("ANALYZE")
         db.commit()

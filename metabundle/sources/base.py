@@ -182,7 +182,10 @@ class ParseContext:
                 line=line,
             )
         where = f"{file}, line {line}" if line is not None else file
-        self.report(f"quarantined a malformed record of {where}: {reason}")
+        self.report(
+            f"set aside a malformed record of {where} ({reason}); the rest of the file is "
+            "read, and the release's manifest counts it"
+        )
 
     def table_path(self, name: str) -> Path:
         """The staged Parquet file of a table of a source this one depends on."""

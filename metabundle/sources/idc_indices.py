@@ -50,6 +50,14 @@ def _unreachable(error: FetchError) -> bool:
     return not error.reason.startswith(("HTTP ", "no such file"))
 
 
+def _left_out_text(label: str, error: FetchError) -> str:
+    """The progress line of an optional file the build goes on without: information
+    when the upstream does not have it, the failure's reason otherwise."""
+    if error.absent:
+        return f"not in the upstream: {label} (optional; the release lists it as missing)"
+    return f"could not fetch {label} ({error.reason}); the release lists it as missing"
+
+
 class _OptionalFetch:
     """Fetches files that may be missing, remembering why each one is."""
 
@@ -68,7 +76,7 @@ class _OptionalFetch:
             self.missing[label] = error.reason
             if _unreachable(error):
                 self._unreachable = f"not attempted: {error.url} failed ({error.reason})"
-            self.ctx.report(f"left out {label}: {error.reason}")
+            self.ctx.report(_left_out_text(label, error))
             return None
 
 

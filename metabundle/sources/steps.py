@@ -157,7 +157,7 @@ def parse_source(
     if marker.exists():
         cached = StagedSource.from_json(json.loads(marker.read_text()))
         staged = StagedSource(name, key, True, snapshot, cached.tables, cached.quarantine)
-        report(f"parse reused (inputs unchanged, key {key[:12]})")
+        report(f"parsed tables reused: the inputs are unchanged (cache key {key[:12]})")
         return staged
     temp = folder.with_name(f".{key}.tmp")
     shutil.rmtree(temp, ignore_errors=True)

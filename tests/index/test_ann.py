@@ -476,7 +476,8 @@ def test_a_growing_graph_reports_its_progress(tmp_path: Path, data: np.ndarray) 
     build_source_index(
         data[:300], keys[:300], tmp_path / "s", "usearch", _graph_progress(lines.append, "s")
     )
-    assert lines == [lines[0]] and lines[0].startswith("ann graph s: 300 of 300 vectors (100.0 %)")
+    assert lines == [lines[0]]
+    assert lines[0].startswith("nearest-neighbour graph for s: 300 of 300 vectors (100.0 %)")
 
 
 def test_self_recall_measures_what_the_index_finds(tmp_path: Path, data: np.ndarray) -> None:

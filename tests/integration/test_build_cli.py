@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -13,11 +14,20 @@ import pytest
 
 from metabundle.release.checksums import table_fingerprint
 from metabundle.search.release import Release
-from tests.support.build import Build, build_release, share_embedding_cache
+from tests.support.build import Build, build_release, share_embedding_cache, step_lines
 from tests.support.cli import run_cli
+from tests.support.mirrors import OMITTED_IDC_INDEX
 from tests.support.servers import serve_directory
 
 VOLATILE_TABLES = {"release_info", "source_snapshot"}
+
+
+@pytest.fixture(scope="module")
+def idc_build(tmp_path_factory: pytest.TempPathFactory, mirror_url: str) -> Build:
+    """Imaging Data Commons alone, built here for its output (the session build may be
+    an earlier one, reused without it: ``METABUNDLE_TEST_BUILD``)."""
+    root = tmp_path_factory.mktemp("idc-output")
+    return build_release(root / "out", root / "cache", mirror_url, "idc")
 
 
 def test_build_prints_the_release_and_points_current_at_it(mirror_build: Build) -> None:
@@ -25,6 +35,35 @@ def test_build_prints_the_release_and_points_current_at_it(mirror_build: Build) 
     assert (mirror_build.out / "current").resolve() == mirror_build.release.resolve()
     assert "raw_idc" in mirror_build.stderr and "release" in mirror_build.stderr
     assert not list((mirror_build.out / "releases").glob(".tmp-*"))
+
+
+def test_the_summary_shows_the_embedding_shards_with_their_rate(idc_build: Build) -> None:
+    report = json.loads((idc_build.out / "work" / "build_report.json").read_text())
+    embedded = report["steps"]["embed idc_0"]["reused"]["embedded"]
+    assert embedded > 0
+    summary = step_lines(idc_build, "summary")
+    [shards] = [line for line in summary if line.startswith("embed (1 shard)")]
+    assert re.search(
+        rf"\d+\.\ds .*  {embedded:,} texts embedded, 0 from the embedding cache, [\d,.]+ texts/s$",
+        shards,
+    )
+    assert summary == report["summary"]
+
+
+def test_the_summary_accounts_for_the_build_time(idc_build: Build) -> None:
+    total, *steps = step_lines(idc_build, "summary")
+    wall = float(total.split("s in all", 1)[0])
+    took = {line.split()[0]: float(re.findall(r" (\d+\.\d)s ", line)[0]) for line in steps}
+    assert abs(sum(took.values()) - wall) <= 0.05 * len(took) + 0.1
+    assert took.get("between", 0.0) < wall / 4  # Dagster's own work: a small part of it
+
+
+def test_an_index_the_upstream_lacks_is_reported_as_information(idc_build: Build) -> None:
+    absent = [line for line in step_lines(idc_build, "raw_idc") if OMITTED_IDC_INDEX in line]
+    assert absent == [
+        f"not in the upstream: {OMITTED_IDC_INDEX} (optional; the release lists it as missing)"
+    ]
+    assert "404" not in idc_build.stderr and "no such file" not in idc_build.stderr
 
 
 def test_verify_passes_on_the_built_release(mirror_build: Build) -> None:

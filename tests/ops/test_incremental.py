@@ -98,3 +98,19 @@ def test_the_build_ends_with_a_summary_of_timings_and_reuse(omop_builds: OmopBui
     assert "parse reused" in text
     for step in ("raw_omop", "core_omop", "embeddings", "ann_indexes", "release"):
         assert step in text
+
+
+def test_the_summary_shows_what_the_embedding_shards_embedded_and_found_cached(
+    omop_builds: OmopBuilds,
+) -> None:
+    changed = omop_builds.changed
+    shard = changed.step("embed omop_0")["reused"]
+    assert 1 <= shard["embedded"] <= 5 and shard["cached"] > 0  # only the edited concepts
+    [line] = [line for line in changed.report["summary"] if line.startswith("embed (1 shard)")]
+    assert f"{shard['embedded']:,} texts embedded, {shard['cached']:,} from the embedding" in line
+    assert line.endswith(" texts/s")
+    unchanged = omop_builds.unchanged.report["summary"]
+    assert not any(line.startswith("embed (") for line in unchanged)  # no shard ran
+    assert any(
+        line.startswith("embedding_shards") and "nothing to embed" in line for line in unchanged
+    )

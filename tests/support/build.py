@@ -61,6 +61,13 @@ def build_release(
     return Build(out, cache, release, result.stdout, result.stderr)
 
 
+def step_lines(build: Build, step: str) -> list[str]:
+    """The text of each progress line ``build`` printed under ``step`` (the line's time
+    and step column left off)."""
+    marker = f"] {step:<16} "
+    return [line.split(marker, 1)[1] for line in build.stderr.splitlines() if marker in line]
+
+
 def share_embedding_cache(source: Build, cache: Path) -> None:
     """Seed a new cache with an earlier build's content-addressed embeddings."""
     shutil.copytree(source.cache / "embeddings", cache / "embeddings", dirs_exist_ok=True)

@@ -35,7 +35,7 @@ from metabundle.index.steps import (
     embed_shard,
     plan_embedding_shards,
 )
-from metabundle.orchestration.progress import Progress
+from metabundle.orchestration.progress import Progress, shard_step
 from metabundle.orchestration.resources import BuildConfig
 from metabundle.sources.registry import SOURCES, with_dependencies
 from metabundle.sources.steps import load_staged
@@ -97,7 +97,9 @@ def embedding_shards(
 ) -> Iterator[DynamicOutput[EmbeddingShard]]:
     """One output per source and shard of distinct texts still to embed."""
     settings = build_config.settings()
-    shards = plan_embedding_shards(settings, search_docs, progress.reporter("embeddings"))
+    with progress.step("embedding_shards") as record:
+        shards = plan_embedding_shards(settings, search_docs, progress.reporter("embedding_shards"))
+        record.reused = {"shards": len(shards), "texts": sum(shard.texts for shard in shards)}
     for shard in shards:
         yield DynamicOutput(shard, mapping_key=shard.name)
     if not shards:  # nothing to embed: one empty shard keeps the graph going
@@ -111,8 +113,11 @@ def embed_embedding_shard(
     """Fill the embedding cache with one shard's texts; what it did (:class:`CacheStats`)."""
     if not shard.texts:
         return {"requested": 0, "unique": 0, "cached": 0, "embedded": 0}
-    stats = embed_shard(build_config.settings(), shard, progress.reporter("embeddings"))
-    return dict(stats)
+    step = shard_step(shard.name)
+    with progress.step(step) as record:
+        stats = dict(embed_shard(build_config.settings(), shard, progress.reporter(step)))
+        record.reused = stats
+    return stats
 
 
 @op

@@ -98,14 +98,15 @@ def core_asset(spec: SourceSpec) -> AssetsDefinition:
                 spec.name, snapshot, settings, progress.reporter(step), dependencies
             )
             record.reused = {"parse": staged.reused, "cache_key": staged.cache_key}
-        record_staged(settings, staged)
-        for name in spec.tables:
-            table = staged.tables[name]
-            yield MaterializeResult(
-                asset_key=name,
-                metadata={"rows": table.rows, "path": str(table.path)},
-                check_results=run_checks(name, table.path),
-            )
+            record_staged(settings, staged)
+            # the tables' checks, and Dagster recording each table, are part of the step
+            for name in spec.tables:
+                table = staged.tables[name]
+                yield MaterializeResult(
+                    asset_key=name,
+                    metadata={"rows": table.rows, "path": str(table.path)},
+                    check_results=run_checks(name, table.path),
+                )
 
     return _core
 

@@ -264,7 +264,10 @@ def _check_questions(con: duckdb.DuckDBPyConnection, report: Reporter) -> None:
         "SELECT list(id ORDER BY id) FROM question_rows WHERE path <> source_path"
     ).fetchall()[0][0]
     if repaired:
-        report(f"repaired question paths that do not end in their own concept (ids {repaired})")
+        ids = ", ".join(str(row_id) for row_id in repaired)
+        report(
+            f"repaired question paths that did not end in the question's own concept (ids {ids})"
+        )
 
 
 def _report_unlisted(con: duckdb.DuckDBPyConnection, report: Reporter) -> None:
@@ -298,7 +301,10 @@ def _keep_resolvable_edges(con: duckdb.DuckDBPyConnection, report: Reporter) -> 
     for edge_kind in sorted(offered):
         missing = offered[edge_kind] - kept.get(edge_kind, 0)
         if missing:
-            report(f"left out {missing} {edge_kind} edges to items the Data Browser does not list")
+            report(
+                f"left out {missing:,} {edge_kind} links to questions or answers the Data "
+                "Browser does not list"
+            )
 
 
 def build_survey(con: duckdb.DuckDBPyConnection, report: Reporter) -> None:

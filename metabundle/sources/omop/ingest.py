@@ -155,7 +155,11 @@ def _ingest_table(
     for part in parts:
         part.unlink()
     if staged.rows < rows_read:
-        ctx.report(f"{table.name}: {rows_read - staged.rows:,} rows with a duplicate key merged")
+        merged = rows_read - staged.rows
+        ctx.report(
+            f"{table.name}: {merged:,} rows repeat a key of another row; the row of the "
+            "first export that has the key is kept"
+        )
 
 
 def parse(ctx: ParseContext) -> None:

@@ -37,16 +37,14 @@ from metabundle.sources.ukb.tsv import (
     skip_record,
 )
 
-ABSENT_REASONS = ("HTTP 404", "HTTP 410", "no such file")
-
 
 def get_optional(ctx: FetchContext, key: str, url: str) -> RawFile | None:
     """Fetch a file that upstream may lack; None when it is not there."""
     try:
         return ctx.get(key, url)
     except FetchError as error:
-        if error.reason.startswith(ABSENT_REASONS):
-            ctx.report(f"{key}: not available upstream ({error.reason})")
+        if error.absent:
+            ctx.report(f"not in the upstream: {key} (optional; the build goes on without it)")
             return None
         raise
 
@@ -120,9 +118,9 @@ def fetch(ctx: FetchContext) -> RawSnapshot:
         **fetch_codings(ctx, referenced),
     }
     ctx.report(
-        f"{details['codings_referenced']} codings referenced, "
-        f"{len(details['codings_fetched'])} fetched, {details['codings_missing']} missing; "
-        f"category titles from {title_source}"
+        f"the fields use {details['codings_referenced']:,} codings (lists of coded values): "
+        f"{len(details['codings_fetched']):,} fetched, {details['codings_missing']:,} not in "
+        f"the upstream (the release's coverage lists them); category titles from {title_source}"
     )
     return ctx.snapshot(upstream_version=version, details=details)
 
