@@ -40,6 +40,7 @@ from metabundle.mcp.resources import (
     TOOLS_URI,
     add_resources,
 )
+from metabundle.mcp.stdio import answering_stdio
 from metabundle.release.coverage import coverage_lines
 from metabundle.search.budget import PAYLOAD_MAX_BYTES, SIZE_CAP_KEY
 from metabundle.search.errors import RELEASE_DAMAGED, ToolError
@@ -110,6 +111,13 @@ class CoreServer(MCPServer):
         super().__init__(**options)
         self.handle = handle
         self.listed = frozenset(listed)
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, answering every line (:mod:`metabundle.mcp.stdio`)."""
+        async with answering_stdio() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+            )
 
     async def list_tools(self) -> list[MCPTool]:
         return [tool for tool in await super().list_tools() if tool.name in self.listed]
