@@ -88,10 +88,18 @@ def bounded(query: str, max_rows: int) -> str:
     return f"SELECT * FROM (\n{query}\n) AS run_sql_result LIMIT {int(max_rows) + 1}"
 
 
+MAX_ERROR_CHARS = 500
+"""The longest engine message passed on: an error may quote a value of any size."""
+
+
 def first_line(error: Exception) -> str:
-    """The first line of an engine error (its message without hints or context)."""
+    """The first line of an engine error (its message without hints or context), cut
+    at :data:`MAX_ERROR_CHARS`."""
     text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
+    line = text.splitlines()[0] if text else type(error).__name__
+    if len(line) <= MAX_ERROR_CHARS:
+        return line
+    return f"{line[:MAX_ERROR_CHARS]}… ({len(line):,} characters in all)"
 
 
 def _tokens(query: str) -> list[tuple[str, object]]:

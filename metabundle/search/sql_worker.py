@@ -41,6 +41,11 @@ def limit_address_space(limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
+SPILL_REFUSED = "LocalFileSystem has been disabled"
+"""What DuckDB says when a query past its memory limit would spill to a temporary file,
+which a worker may not write (:func:`metabundle.search.engine.open_hardened`)."""
+
+
 def out_of_memory() -> ToolError:
     return ToolError(
         RESOURCE_EXHAUSTED,
@@ -84,6 +89,10 @@ def execute(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int) -> dict[str
                 rows.append(values)
         except duckdb.OutOfMemoryException:
             raise out_of_memory() from None
+        except duckdb.PermissionException as error:
+            if SPILL_REFUSED in str(error):  # past memory, DuckDB would spill to disk
+                raise out_of_memory() from None
+            raise sql_error(con, query, first_line(error), error) from None
         except duckdb.Error as error:
             raise sql_error(con, query, first_line(error), error) from None
     payload = {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated}

@@ -16,12 +16,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field as ParamField
 
+from metabundle.search.budget import PAYLOAD_MAX_BYTES, payload_bytes
 from metabundle.search.errors import invalid
 from metabundle.search.params import Params, clamp
 from metabundle.search.registry import tool
 from metabundle.search.release import Release
 from metabundle.search.services.idc import queries
-from metabundle.search.services.idc.blocks import license_entry
+from metabundle.search.services.idc.blocks import license_entry, page_block
 from metabundle.search.services.idc.catalog import resolve_collection
 from metabundle.search.services.idc.filters import (
     Filters,
@@ -35,9 +36,11 @@ from metabundle.search.services.idc.models import (
     IdcCitations,
     IdcCslItem,
 )
-from metabundle.search.services.idc.source import GROUP, Text, require_idc
+from metabundle.search.services.idc.source import GROUP, Offset, Text, require_idc
 
 CitationFormat = Literal["apa", "bibtex", "csl-json", "turtle"]
+PAGE_BYTES = PAYLOAD_MAX_BYTES - 8_000
+"""The most one page of citations may take, leaving room for the answer's envelope."""
 _YEAR = re.compile(r"\((\d{4})\)")
 _VERSION = re.compile(r"\(Version ([^)]+)\)")
 _PUBLISHER = re.compile(r"\[Data set\]\.\s*(.+?)\.\s*(?:https?://|$)")
@@ -272,6 +275,7 @@ class CitationsParams(Params):
     filters: Filters | None = None
     format: CitationFormat = "apa"
     limit: Annotated[int, clamp(1, 300), ParamField(description="1..300.")] = 50
+    offset: Offset = 0
 
 
 def _citation_selection(release: Release, params: CitationsParams) -> Selection:
@@ -306,8 +310,25 @@ def get_citations(release: Release, params: CitationsParams) -> IdcCitations:
     selection = _citation_selection(release, params)
     used = queries.series_by_doi(release, selection)
     sources = queries.doi_sources(release, [doi for doi, _ in used if doi])
+    wanted = used[params.offset : params.offset + params.limit]
+    count = len(wanted)
+    while True:  # a page whose document fits one answer, a next_offset for the rest
+        answer = _citations_page(params, selection, len(used), wanted[:count], sources)
+        if count <= 1 or payload_bytes(answer.model_dump()) <= PAGE_BYTES:
+            return answer
+        count //= 2
+
+
+def _citations_page(
+    params: CitationsParams,
+    selection: Selection,
+    total: int,
+    page: list[tuple[str | None, int]],
+    sources: dict[str, Any],
+) -> IdcCitations:
+    """The answer citing ``page`` (DOIs with their series), from ``params.offset``."""
     citations, works = [], []
-    for doi, series in used[: params.limit]:
+    for doi, series in page:
         known = sources.get(doi) or {}
         work = work_from_apa(
             doi, known.get("citation_text"), known.get("citation_title"), known.get("license_url")
@@ -326,9 +347,10 @@ def get_citations(release: Release, params: CitationsParams) -> IdcCitations:
     return IdcCitations(
         format=params.format,
         citations=citations,
-        total=len(used),
+        total=total,
         returned=len(citations),
-        truncated=len(used) > len(citations),
+        truncated=total > len(citations),
+        page=page_block(total, params.limit, params.offset, len(citations)),
         document=document([*works, IDC_PAPER], params.format),
         idc_acknowledgment=IdcAcknowledgment(
             doi=IDC_PAPER.doi,

@@ -402,6 +402,7 @@ class IdcCitations(ResponseModel):
     total: int
     returned: int
     truncated: bool
+    page: IdcPage
     document: str | list[IdcCslItem]
     idc_acknowledgment: IdcAcknowledgment
     filters_applied: JsonObject
