@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from metabundle import __version__
 from metabundle.config import PROFILES, BuildSettings
 from metabundle.errors import ConfigError, MetabundleError
 from metabundle.extras import extra_of, install_hint, require_extra
+
+if TYPE_CHECKING:
+    from metabundle.search.release import Release
 
 EXIT_USER_ERROR = 1
 RELEASE_HELP = (
@@ -263,25 +266,74 @@ def search(
         arguments["kinds"] = list(kinds)
     with Release.open(find_release(release)) as opened:
         payload = call_tool(opened, "search_all", arguments)
-    if as_json:
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        if as_json:
+            click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        elif "error" not in payload:
+            click.echo(_results_text(payload, _dbgap_names(opened, payload["results"])))
     if "error" in payload:
         if not as_json:
-            _fail(payload["error"]["message"])
+            _fail(_error_text(payload["error"]))
         sys.exit(EXIT_USER_ERROR)
-    if not as_json:
-        click.echo(_results_text(payload))
 
 
-def _results_text(payload: dict[str, Any]) -> str:
+def _error_text(error: dict[str, Any]) -> str:
+    """A refused search: its message and, for something this release left out, how to
+    add it (``details.remedy``)."""
+    remedy = (error.get("details") or {}).get("remedy")
+    return error["message"] + (f"\nto add it: {remedy}" if remedy else "")
+
+
+def _dbgap_names(release: Release, results: list[dict[str, Any]]) -> dict[str, str]:
+    """The names of the studies and datasets of the dbGaP hits among ``results``, so
+    hits of one title (every study has a "Body mass index") can be told apart."""
+    from metabundle.search.services.dbgap.queries import accession_names
+
+    accessions = {
+        item[key]
+        for item in results
+        if item["source"] == "dbgap" and item["kind"] != "study"
+        for key in ("study_id", "parent_id")
+        if item.get(key)
+    }
+    return accession_names(release, sorted(accessions)) if accessions else {}
+
+
+def _dbgap_context(item: dict[str, Any], names: dict[str, str]) -> str | None:
+    """``study: NAME (phs…)`` of a dbGaP hit below a study, with the dataset of a
+    variable; ``None`` for any other hit."""
+    if item["source"] != "dbgap" or item["kind"] == "study" or not item.get("study_id"):
+        return None
+    parts = [("study", item["study_id"])]
+    if item["kind"] == "variable" and item.get("parent_id"):
+        parts.append(("dataset", item["parent_id"]))
+    return "; ".join(
+        f"{label}: {names[accession]} ({accession})"
+        if accession in names
+        else f"{label} {accession}"
+        for label, accession in parts
+    )
+
+
+def _results_text(payload: dict[str, Any], names: dict[str, str]) -> str:
+    """A search_all payload for a reader: how it was ranked, what qualifies the answer
+    (a clamped limit, low confidence), then the ranked hits, dbGaP hits
+    with their study and dataset (``names``: accession → name)."""
+    from metabundle.search.tools import CLAMPED_KEY
+
     retrieval = payload["retrieval"]
     lines = [f"method: {retrieval['effective_method']}"]
     if retrieval["degraded"]:
         lines[0] += f" (degraded: {retrieval['degraded_reason']})"
+    lines += [f"note: {note['message']}" for note in payload.get(CLAMPED_KEY, [])]
+    if retrieval["low_confidence"]:
+        lines.append(f"low confidence: {retrieval['low_confidence_rule']}.")
     for item in payload["results"]:
         lines.append(
             f"{item['rank']:>3}. [{item['source']}/{item['kind']}] {item['id']}  {item['title']}"
         )
+        context = _dbgap_context(item, names)
+        if context:
+            lines.append(f"     {context}")
         if item.get("canonical_url"):
             lines.append(f"     {item['canonical_url']}")
     if not payload["results"]:

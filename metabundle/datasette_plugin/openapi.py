@@ -3,9 +3,9 @@
 Each tool becomes one path with a GET operation (its parameters as query parameters)
 and a POST operation (a JSON body with the parameters model's schema); its 200
 response is its response model (:mod:`metabundle.search.payload`) plus the keys every
-answer may carry (``data_notice``, ``size_cap``). Schemas come from the pydantic
-models, with their ``$defs`` hoisted into ``components/schemas``; two different models
-under one name are refused rather than silently merged.
+answer may carry (``data_notice``, ``size_cap``, ``clamped``). Schemas come from the
+pydantic models, with their ``$defs`` hoisted into ``components/schemas``; two different
+models under one name are refused rather than silently merged.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from metabundle import __version__
 from metabundle.search.budget import SIZE_CAP_KEY
 from metabundle.search.errors import HTTP_STATUS
 from metabundle.search.params import parameters_schema
-from metabundle.search.tools import UNTRUSTED_NOTICE, ToolSpec
+from metabundle.search.payload import Clamped
+from metabundle.search.tools import CLAMPED_KEY, UNTRUSTED_NOTICE, ToolSpec
 
 OPENAPI_VERSION = "3.1.0"
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -43,6 +44,12 @@ ENVELOPE_PROPERTIES: dict[str, Any] = {
         "type": "object",
         "description": "Present when the answer was cut to the payload cap: which list, "
         "its total, how many were returned and the offset of the rest.",
+    },
+    CLAMPED_KEY: {
+        "type": "array",
+        "items": Clamped.model_json_schema(mode="serialization"),
+        "description": "Present when a parameter outside its range was moved into it: "
+        "the answer is to the parameter used, not the one asked.",
     },
 }
 

@@ -21,18 +21,44 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     model_validator,
 )
 from pydantic.json_schema import DEFAULT_REF_TEMPLATE
 
+from metabundle.search.payload import Clamped
+
 MAX_QUERY_CHARS = 1000
+CLAMPED_CONTEXT = "clamped"
+"""The key of the validation context's list that :func:`clamp` adds a :class:`Clamped`
+to for each value it moved (:func:`metabundle.search.registry.parse_arguments`)."""
 
 Method = Literal["keyword", "semantic", "hybrid"]
 
 
+def clamped_note(parameter: str, requested: int, used: int) -> Clamped:
+    """The note saying that ``parameter`` was asked for ``requested`` and ``used`` was used."""
+    bound = "above the maximum" if requested > used else "below the minimum"
+    return Clamped(
+        parameter=parameter,
+        requested=requested,
+        used=used,
+        message=f"{parameter} {requested} is {bound} {used}; {used} was used.",
+    )
+
+
 def clamp(low: int, high: int) -> AfterValidator:
-    """Clamp an integer into ``[low, high]`` instead of rejecting it."""
-    return AfterValidator(lambda value: min(max(value, low), high))
+    """Clamp an integer into ``[low, high]`` instead of rejecting it; a value it moves is
+    noted in the validation context's :data:`CLAMPED_CONTEXT` list when there is one."""
+
+    def clamped(value: int, info: ValidationInfo) -> int:
+        used = min(max(value, low), high)
+        moved = info.context.get(CLAMPED_CONTEXT) if isinstance(info.context, dict) else None
+        if used != value and moved is not None:
+            moved.append(clamped_note(info.field_name or "value", value, used))
+        return used
+
+    return AfterValidator(clamped)
 
 
 def _not_blank(value: str) -> str:

@@ -32,6 +32,17 @@ def to_payload(model: ResponseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", exclude_unset=True)
 
 
+class Clamped(ResponseModel):
+    """A parameter outside its range that was moved into it rather than refused
+    (``requested`` was asked, ``used`` was used), listed under an answer's ``clamped``
+    key by the registry: an answer to another question than the one asked."""
+
+    parameter: str
+    requested: int
+    used: int
+    message: str
+
+
 class Retrieval(ResponseModel):
     """The ``retrieval`` block of every search answer: how the answer was ranked
     (:class:`metabundle.search.retrieval.Retrieval`)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import metabundle.search.services  # noqa: F401  (registers every tool)
 from metabundle.search.registry import (
+    CLAMPED_KEY,
     TOOLS,
     UNTRUSTED_NOTICE,
     ToolSpec,
@@ -19,6 +20,7 @@ from metabundle.search.registry import (
 )
 
 __all__ = [
+    "CLAMPED_KEY",
     "TOOLS",
     "UNTRUSTED_NOTICE",
     "ToolSpec",

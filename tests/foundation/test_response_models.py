@@ -15,10 +15,10 @@ from metabundle.search.budget import SIZE_CAP_KEY
 from metabundle.search.examples import EXAMPLE_CALLS
 from metabundle.search.payload import ResponseModel, to_payload
 from metabundle.search.release import Release
-from metabundle.search.tools import all_tools, call_tool
+from metabundle.search.tools import CLAMPED_KEY, all_tools, call_tool
 
 SPECS = {spec.name: spec for spec in all_tools()}
-ENVELOPE = {"data_notice", SIZE_CAP_KEY}
+ENVELOPE = {"data_notice", SIZE_CAP_KEY, CLAMPED_KEY}
 UNMIRRORED = {"get_clinical_table_schema", "get_clinical_values"}
 """Tools whose example reads IDC clinical tables, which the mirror lacks: their payloads
 are checked on generated tables in tests/tools/test_idc_indices.py."""
@@ -58,6 +58,11 @@ def test_response_models_declare_every_key_and_no_any(name: str) -> None:
             assert not _mentions_any(field.annotation), f"{model.__name__}.{field_name} is Any"
 
 
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_no_response_model_declares_a_key_the_registry_adds(name: str) -> None:
+    assert not ENVELOPE & set(SPECS[name].response.model_fields)
+
+
 @pytest.fixture(scope="module")
 def response_schemas(release: Release) -> dict[str, dict[str, Any]]:
     """Each tool's published 200 schema, with the document's shared definitions."""
@@ -80,6 +85,17 @@ def test_payloads_are_their_models_and_match_the_published_schema(
     # the model reads the payload back exactly: same keys, same order, same values
     assert list(to_payload(SPECS[name].response.model_validate(body)).items()) == list(body.items())
     jsonschema.validate(payload, response_schemas[name])
+
+
+def test_a_clamped_answer_matches_the_published_schema(
+    release: Release, response_schemas: dict[str, dict[str, Any]]
+) -> None:
+    payload = call_tool(release, "list_collections", {"limit": 10**6})
+    assert [entry["used"] for entry in payload[CLAMPED_KEY]] == [100]
+    jsonschema.validate(payload, response_schemas["list_collections"])
+    with pytest.raises(jsonschema.ValidationError):
+        entry = {**payload[CLAMPED_KEY][0], "used": "100"}
+        jsonschema.validate({**payload, CLAMPED_KEY: [entry]}, response_schemas["list_collections"])
 
 
 def test_an_undeclared_key_breaks_the_published_schema(

@@ -4,7 +4,8 @@ The dbGaP-only ``--profile dev`` release lacks UK Biobank, All of Us, OMOP and I
 Data Commons: their tools are not listed by the MCP server, the REST adapter or
 ``metabundle call``, and a call to one, through the core, MCP or ``/-/api``, answers
 ``not_in_release`` with the release's coverage and the build flag that adds the
-source, never an empty success.
+source (``details.remedy`` the rebuild), never an empty success; so does a search
+restricted to one of them, and ``metabundle search`` prints the message and the remedy.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def absent_error(payload: dict[str, Any], source: str) -> dict[str, Any]:
     assert details["sources_in_release"] == ["dbgap"]
     assert details["coverage"] == {"profile": "dev", "complete": False}
     assert details["flag"] == "--sources " + ",".join(sorted(["dbgap", source]))
+    assert details["remedy"] == f"rebuild with `metabundle build {details['flag']}`"
     assert details["flag"] in error["message"] and "\n" not in error["message"]
     return error
 
@@ -103,6 +105,23 @@ def test_the_tools_of_present_sources_still_answer(partial: Release) -> None:
     assert "error" not in payload and payload["recommended"]["study_id"].startswith("phs000001")
     info = call_tool(partial, "get_release_info", {})
     assert "error" not in info
+
+
+def test_a_search_of_an_absent_source_answers_not_in_release(partial: Release) -> None:
+    payload = call_tool(partial, "search_all", {"query": "lung", "sources": ["dbgap", "idc"]})
+    error = absent_error(payload, "idc")
+    assert error["message"].startswith("search_all: this release holds no idc data")
+    unknown = call_tool(partial, "search_all", {"query": "lung", "sources": ["nowhere"]})
+    assert unknown["error"]["code"] == "invalid_request"
+
+
+def test_metabundle_search_prints_the_message_and_the_remedy(dev_build: Build) -> None:
+    release = str(dev_build.release)
+    result = run_cli("search", "lung", "--source", "idc", "--release", release)
+    assert result.returncode == 1 and result.stdout == ""
+    message, remedy = result.stderr.splitlines()
+    assert message.startswith("metabundle: search_all: this release holds no idc data")
+    assert remedy == "to add it: rebuild with `metabundle build --sources dbgap,idc`."
 
 
 def test_metabundle_call_lists_only_the_release_tools(dev_build: Build) -> None:

@@ -40,6 +40,14 @@ SELECT study_accession, diseases FROM dbgap_study
 WHERE list_contains(?::VARCHAR[], study_accession)
 """
 
+NAMES_SQL = """
+SELECT study_accession, name FROM dbgap_study
+WHERE list_contains(?::VARCHAR[], study_accession)
+UNION
+SELECT dataset_accession, name FROM dbgap_dataset
+WHERE list_contains(?::VARCHAR[], dataset_accession)
+"""
+
 DATASETS_SQL = """
 SELECT dataset_id, dataset_accession AS accession, name, left(description, 300) AS description,
        variable_count, has_var_report, canonical_url
@@ -169,6 +177,12 @@ def study_diseases(release: Release, study_ids: list[str]) -> dict[str, list[str
         study_id: [d for d in values or [] if d]
         for study_id, values in release.query(DISEASES_SQL, [study_ids])
     }
+
+
+def accession_names(release: Release, accessions: list[str]) -> dict[str, str]:
+    """The name of each study or dataset accession among ``accessions`` (versioned, as
+    search results give them in ``study_id`` and ``parent_id``) that the release holds."""
+    return dict(release.query(NAMES_SQL, [accessions] * 2))
 
 
 def _listed(

@@ -14,7 +14,7 @@ from metabundle.search.errors import invalid, not_found
 from metabundle.search.params import Explain, Method, Params, Query, clamp
 from metabundle.search.payload import Retrieval, search_result
 from metabundle.search.ranking.merge import MERGE, rank_all
-from metabundle.search.registry import tool
+from metabundle.search.registry import absent_source, tool
 from metabundle.search.release import Release
 from metabundle.search.retrieval import mask_from_sql
 from metabundle.search.services.release.models import (
@@ -206,6 +206,8 @@ class SearchAllParams(Params):
 def search_all(release: Release, params: SearchAllParams) -> SearchAllAnswer:
     available = sorted(release.manifest["sources"])
     unknown = [s for s in params.sources or [] if s not in available]
+    if unknown and unknown[0] in DESCRIPTORS:
+        raise absent_source(release, "search_all", unknown[0])
     if unknown:
         raise invalid(f"Unknown source {unknown[0]!r}; this release has {', '.join(available)}.")
     kinds_mask = (
