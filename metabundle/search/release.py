@@ -171,29 +171,51 @@ class Release:
         go when they pass their budget (:meth:`trim_mapped_pages`). DuckDB's memory is
         let go (:meth:`trim_duckdb_memory`) with no query running: when a call ends
         with DuckDB over its budget and other calls still running, new calls wait until
-        those have ended and the last of them has let it go. The last call running also
-        gives the memory the calls freed back to the system
+        those have ended and the last of them has let it go. A call waiting on work that
+        runs no query here (:meth:`off_connection`) does not count as running. The last
+        call running also gives the memory the calls freed back to the system
         (:mod:`metabundle.search.freed_memory`)."""
-        with self._calls:
-            self._calls.wait_for(lambda: not self._duckdb_trim_due)
-            self._calls_running += 1
+        self._enter_call()
         try:
             yield
         finally:
             self.trim_mapped_pages()
-            with self._calls:
-                self._calls_running -= 1
-                last = not self._calls_running
-                if not last:
-                    self._duckdb_trim_due = self._duckdb_trim_due or bool(self._duckdb_excess())
-                else:
-                    try:
-                        self.trim_duckdb_memory()
-                    finally:  # a failed trim must not keep the next calls waiting
-                        self._duckdb_trim_due = False
-                        self._calls.notify_all()
-            if last:
+            if self._leave_call():
                 freed_memory.give_back()
+
+    @contextmanager
+    def off_connection(self) -> Iterator[None]:
+        """Inside a call, around a wait on work that runs no query of this process's
+        DuckDB connection (``run_sql``'s worker process): meanwhile the call does not
+        count as running, so a slow query there never makes other calls wait for
+        DuckDB's memory to be let go here."""
+        self._leave_call()
+        try:
+            yield
+        finally:
+            self._enter_call()
+
+    def _enter_call(self) -> None:
+        """Count a call as running, once no trim of DuckDB's memory is due."""
+        with self._calls:
+            self._calls.wait_for(lambda: not self._duckdb_trim_due)
+            self._calls_running += 1
+
+    def _leave_call(self) -> bool:
+        """Count a call as ended; the last one running lets DuckDB's memory go. Whether
+        it was the last."""
+        with self._calls:
+            self._calls_running -= 1
+            last = not self._calls_running
+            if not last:
+                self._duckdb_trim_due = self._duckdb_trim_due or bool(self._duckdb_excess())
+                return False
+            try:
+                self.trim_duckdb_memory()
+            finally:  # a failed trim must not keep the next calls waiting
+                self._duckdb_trim_due = False
+                self._calls.notify_all()
+            return True
 
     def duckdb_held_mb(self) -> dict[str, float]:
         """The memory DuckDB holds for this release by kind (``BASE_TABLE``: the table

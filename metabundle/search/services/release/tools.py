@@ -168,7 +168,9 @@ class SqlParams(Params):
     ),
 )
 def run_sql_tool(release: Release, params: SqlParams) -> SqlResult:
-    return SqlResult.model_validate(run_sql(release.sql_workers, params.sql, params.max_rows))
+    with release.off_connection():  # the query runs in a worker process
+        answer = run_sql(release.sql_workers, params.sql, params.max_rows)
+    return SqlResult.model_validate(answer)
 
 
 # -- cross-source search ----------------------------------------------------------------
