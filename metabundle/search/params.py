@@ -11,8 +11,10 @@ plain ``array``/``object`` types (no ``anyOf`` with ``null``) and says so.
 from __future__ import annotations
 
 import json
+import re
 import types
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
@@ -103,12 +105,27 @@ def container_kind(annotation: Any) -> Container | None:
     return None
 
 
+MAX_TEXT_DEPTH = 16
+"""The deepest nesting of lists and objects a parameter's text form may hold (the
+deepest any tool takes is three: IDC filters' ranges)."""
+_STRINGS_AND_TEXT = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+')
+
+
+def nesting_depth(text: str) -> int:
+    """How deeply the JSON ``text`` nests its lists and objects (brackets inside string
+    literals not counted), found without parsing it."""
+    brackets = _STRINGS_AND_TEXT.sub("", text)
+    return max(accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+
+
 def decode_text(value: str, kind: Container) -> Any:
     """A list or object sent as text: JSON when it parses as one, else (for a list)
     its comma-separated items; anything else is returned unchanged for validation to
     refuse in the parameter's name."""
     text = value.strip()
     if kind == "object" or text.startswith("["):
+        if nesting_depth(text) > MAX_TEXT_DEPTH:
+            return value  # refused by validation, before a parser recurses into it
         try:
             decoded = json.loads(text)
         except ValueError:

@@ -20,6 +20,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.search.params import ARRAY_FORMS, OBJECT_FORMS, parameters_schema
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool
@@ -174,3 +175,29 @@ async def test_every_tool_answers_the_independent_client_as_the_core(
                 result = await client.call_tool_mcp(spec.name, sent)
                 assert not result.is_error, (spec.name, sent, result.content[0].text)
                 assert json.loads(result.content[0].text) == expected, (spec.name, sent)
+
+
+DEEP_TEXT = "[" * 5000 + "]" * 5000
+
+
+def test_deeply_nested_text_is_refused_in_the_parameters_name(release: Release) -> None:
+    """Nesting is bounded before parsing: no parser recursion, no internal_error."""
+    calls = list_form_calls(release)
+    for tool, parameters in container_parameters().items():
+        for name, kind in parameters.items():
+            text = DEEP_TEXT if kind == "array" else '{"a":' * 5000 + "1" + "}" * 5000
+            payload = call_tool(release, tool, {**calls[tool], name: text})
+            assert payload["error"]["code"] == "invalid_request", (tool, name, payload)
+            assert f"parameter '{name}'" in payload["error"]["message"], (tool, name)
+
+
+async def test_deeply_nested_text_over_stdio_and_rest(release_path: Path) -> None:
+    arguments = {"query": "lung", "sources": DEEP_TEXT}
+    async with Client(stdio_transport(release_path)) as client:
+        result = await client.call_tool_mcp("search_all", arguments)
+    assert json.loads(result.content[0].text)["error"]["code"] == "invalid_request"
+    datasette = make_datasette(release_path)  # the instance `metabundle datasette` serves
+    await datasette.invoke_startup()
+    response = await datasette.client.post("/-/api/search_all", json=arguments)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_request"
