@@ -46,6 +46,16 @@ def run_base(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[st
     )
 
 
+def python_base(*args: str, path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` on the base install, ``path`` added to ``PYTHONPATH``."""
+    env = base_install_env()
+    if path is not None:
+        env["PYTHONPATH"] += f":{path}"
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, check=False
+    )
+
+
 def test_the_base_install_holds_none_of_the_build_stack() -> None:
     closure = base_closure()
     blocked = closure.blocked_modules()
@@ -59,15 +69,7 @@ def test_the_base_install_holds_none_of_the_build_stack() -> None:
 def test_a_planted_build_import_fails_on_the_base_install(tmp_path: Path) -> None:
     """The check can fail: a module importing a build package does not import."""
     (tmp_path / "planted.py").write_text("import polars\n")
-    env = base_install_env()
-    env["PYTHONPATH"] += f":{tmp_path}"
-    done = subprocess.run(
-        [sys.executable, "-c", "import metabundle.search.tools, planted"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    done = python_base("-c", "import metabundle.search.tools, planted", path=tmp_path)
     assert done.returncode == 1
     assert "No module named 'polars'" in done.stderr
 
@@ -80,13 +82,7 @@ def test_every_command_starts_on_the_base_install(command: str) -> None:
 
 
 def test_python_dash_m_metabundle_starts_on_the_base_install() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "metabundle", "--help"],
-        capture_output=True,
-        text=True,
-        env=base_install_env(),
-        check=False,
-    )
+    done = python_base("-m", "metabundle", "--help")
     assert done.returncode == 0, done.stderr
     assert "Usage: python -m metabundle" in done.stdout
 
@@ -191,13 +187,7 @@ def test_an_openai_embedded_release_on_the_base_install_names_its_extra() -> Non
         "try:\n    get_embedder('openai', model='any')\n"
         "except EmbeddingsUnavailable as error:\n    print(error)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        env=base_install_env(),
-        check=False,
-    )
+    done = python_base("-c", script)
     assert done.returncode == 0, done.stderr
     assert "needs the 'openai' extra" in done.stdout
     assert "pip install 'metabundle[openai]'" in done.stdout

@@ -5,9 +5,6 @@ makes the release let DuckDB's memory go between calls."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -15,34 +12,12 @@ import pytest
 from mcp import Client
 
 from tests.mcp.test_server import payload_of
-from tests.mcp.test_transports import wait_for_port
-from tests.support.cli import clean_env, metabundle_command
-from tests.support.processes import free_port
+from tests.mcp.test_transports import http_server
 
 pytestmark = pytest.mark.anyio
 
 SLOW_SQL = "SELECT sum(hash(i)) FROM range(100000000000) t(i)"
 """Runs until ``run_sql``'s deadline stops it."""
-
-
-@contextlib.contextmanager
-def http_server(release: Path, **env: str) -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*metabundle_command(), "mcp", "--release", str(release), "--http", f"127.0.0.1:{port}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=clean_env(**env),
-    )
-    try:
-        wait_for_port(process, port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stderr is not None
-        process.stderr.close()
 
 
 async def test_fast_calls_are_answered_while_run_sql_runs_to_its_deadline(

@@ -42,8 +42,9 @@ def wait_for_port(process: subprocess.Popen[str], port: int) -> None:
 
 
 @contextlib.contextmanager
-def http_server(release_path: Path) -> Iterator[str]:
-    """``metabundle mcp --http`` on a free loopback port; yields the endpoint URL."""
+def http_server(release_path: Path, **env: str) -> Iterator[str]:
+    """``metabundle mcp --http`` on a free loopback port, ``env`` added to its
+    environment; yields the endpoint URL."""
     port = free_port()
     address = f"127.0.0.1:{port}"
     process = subprocess.Popen(
@@ -51,7 +52,7 @@ def http_server(release_path: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=clean_env(),
+        env=clean_env(**env),
     )
     try:
         wait_for_port(process, port)
