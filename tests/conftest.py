@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from datasette.app import Datasette
 
-from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.search.release import Release
 from tests.support.build import Build, build_release, share_embedding_cache
+from tests.support.datasette_instance import running_datasette
 from tests.support.mirrors import ServedMirror, served_mirror_at
 from tests.support.servers import serve_directory
 
@@ -97,9 +97,5 @@ def complete_release(complete_build: Build) -> Iterator[Release]:
 async def datasette(release_path: Path) -> AsyncIterator[Datasette]:
     """The instance ``metabundle datasette`` serves for ``release_path`` (each test
     folder's own), started in-process."""
-    instance = make_datasette(release_path)
-    await instance.invoke_startup()
-    yield instance
-    for database in instance.databases.values():
-        database.close()
-    instance.executor.shutdown(wait=False)
+    async with running_datasette(release_path) as instance:
+        yield instance

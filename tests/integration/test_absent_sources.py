@@ -18,13 +18,13 @@ import pytest
 from datasette.app import Datasette
 from mcp import Client
 
-from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.mcp.server import build_server
 from metabundle.search.errors import HTTP_STATUS, NOT_IN_RELEASE
 from metabundle.search.release import Release
 from metabundle.search.tools import all_tools, call_tool, release_tools
 from tests.support.build import Build
 from tests.support.cli import run_cli
+from tests.support.datasette_instance import running_datasette
 
 PRESENT = ("dbgap",)
 ABSENT_CALLS = [
@@ -49,12 +49,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def datasette(dev_build: Build) -> AsyncIterator[Datasette]:
-    instance = make_datasette(dev_build.release)
-    await instance.invoke_startup()
-    yield instance
-    for database in instance.databases.values():
-        database.close()
-    instance.executor.shutdown(wait=False)
+    async with running_datasette(dev_build.release) as instance:
+        yield instance
 
 
 def offered_names() -> list[str]:

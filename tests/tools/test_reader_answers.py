@@ -21,12 +21,12 @@ from datasette.app import Datasette
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from metabundle.datasette_plugin.serve import make_datasette
 from metabundle.search.errors import INVALID_REQUEST
 from metabundle.search.release import Release
 from metabundle.search.tools import CLAMPED_KEY, call_tool
 from tests.support.build import Build
 from tests.support.cli import clean_env, metabundle_command, run_cli
+from tests.support.datasette_instance import running_datasette
 
 CLAMPED = {"query": "body mass index", "method": "keyword", "limit": 500}
 CLAMPED_NOTE = {
@@ -48,12 +48,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def rest(mirror_build: Build) -> AsyncIterator[Datasette]:
     """The REST adapter of ``metabundle datasette``, started in-process."""
-    instance = make_datasette(mirror_build.release)
-    await instance.invoke_startup()
-    yield instance
-    for database in instance.databases.values():
-        database.close()
-    instance.executor.shutdown(wait=False)
+    async with running_datasette(mirror_build.release) as instance:
+        yield instance
 
 
 async def mcp_payloads(release_path: Path, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
