@@ -3,7 +3,10 @@
 Agents read these instead of spending tool calls on them. Everything except the
 contract is generated from the release through the core's own tools, so a resource
 never disagrees with what ``list_tables`` or ``get_table_schema`` return; the core is
-imported, and the release opened, when a resource is first read.
+imported, and the release opened, when a resource is first read. A release that
+cannot be opened answers every such read with a typed protocol error: one sentence
+naming the damaged file, ``data.code`` ``release_damaged`` (the code a tool call gets),
+and no traceback in the server's log.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ import json
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.types import INTERNAL_ERROR
 
+from metabundle.errors import ReleaseError
 from metabundle.mcp.handle import ReleaseHandle
+from metabundle.search.errors import RELEASE_DAMAGED
 
 if TYPE_CHECKING:
     from metabundle.search.release import Release
@@ -91,10 +98,19 @@ def _json(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=2)
 
 
-def _call(handle: ReleaseHandle, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def _opened(handle: ReleaseHandle, uri: str) -> Release:
+    """The handle's release, opened; a typed ``release_damaged`` protocol error naming
+    the damaged file when it cannot be opened."""
+    try:
+        return handle.get()
+    except ReleaseError as error:
+        raise MCPError(INTERNAL_ERROR, str(error), {"code": RELEASE_DAMAGED, "uri": uri}) from None
+
+
+def _call(handle: ReleaseHandle, uri: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     from metabundle.search.tools import call_tool
 
-    return call_tool(handle.get(), name, arguments)
+    return call_tool(_opened(handle, uri), name, arguments)
 
 
 def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
@@ -133,7 +149,7 @@ def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
         mime_type=JSON,
     )
     def release_info() -> str:
-        return _json(_call(handle, "get_release_info", {}))
+        return _json(_call(handle, INFO_URI, "get_release_info", {}))
 
     @server.resource(
         TABLES_URI,
@@ -144,7 +160,7 @@ def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
         mime_type=MARKDOWN,
     )
     def tables() -> str:
-        return table_guide(handle.get())
+        return table_guide(_opened(handle, TABLES_URI))
 
     @server.resource(
         TOOLS_URI,
@@ -155,7 +171,7 @@ def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
         mime_type=MARKDOWN,
     )
     def tools() -> str:
-        return tool_guide(handle.get())
+        return tool_guide(_opened(handle, TOOLS_URI))
 
     @server.resource(
         TABLE_URI,
@@ -166,7 +182,7 @@ def add_resources(server: MCPServer, handle: ReleaseHandle) -> None:
         mime_type=JSON,
     )
     def table_schema(table: str) -> str:
-        payload = _call(handle, "get_table_schema", {"table": table})
+        payload = _call(handle, TABLE_URI.format(table=table), "get_table_schema", {"table": table})
         if "error" in payload:
             raise ResourceNotFoundError(payload["error"]["message"])
         return _json(payload)

@@ -10,6 +10,12 @@ appends. Each stored file is checked against its published sha256, decompressed
 ``metabundle verify`` does. Only then is it renamed to ``DEST/releases/<version>``
 and ``DEST/current`` moved. Any failure leaves ``current`` where it was and names
 the file that failed.
+
+A hostile or broken site is held to bounds (:mod:`metabundle.release.site_client`:
+redirects within the site, capped small files, a deadline per file): the file list's
+every path and size is checked before anything is written, the listed sizes must fit
+the free disk space, a transfer stops at its file's listed size and a decompression
+at its listed uncompressed size.
 """
 
 from __future__ import annotations
@@ -17,11 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
-from urllib.parse import quote, urlsplit
 
 import httpx
 import zstandard
@@ -32,8 +36,16 @@ from metabundle.errors import ConfigError, ReleaseError
 from metabundle.http_client import RETRY_STATUSES, RetryPolicy
 from metabundle.release.checksums import SUMS_FILE
 from metabundle.release.digest_record import record_digests
+from metabundle.release.paths import check_release_version
 from metabundle.release.pointer import point_current
 from metabundle.release.publish import FILES_FILE, LATEST_FILE, RELEASES_DIR, check_files_list
+from metabundle.release.site_client import (
+    FILES_LIST_MAX_BYTES,
+    LATEST_MAX_BYTES,
+    Deadline,
+    DownloadSettings,
+    SiteClient,
+)
 from metabundle.release.verify import verify_release
 from metabundle.release.version import check_version
 
@@ -152,38 +164,6 @@ class _Oversized(Exception):
     """A compressed file unpacks to more than its listed size."""
 
 
-@dataclass
-class _Site:
-    """The published site at ``base`` and the HTTP client that reads it."""
-
-    base: str
-    client: httpx.Client
-    retry: RetryPolicy
-
-    def url(self, relative: str) -> str:
-        return f"{self.base}/{quote(relative)}"
-
-    def get_text(self, relative: str, missing: str) -> str:
-        """A small file of the site; ``missing`` is the error when it is not there."""
-        url = self.url(relative)
-        for attempt in range(self.retry.attempts):
-            try:
-                response = self.client.get(url)
-            except httpx.TransportError as error:
-                reason = type(error).__name__
-            else:
-                if response.status_code == 404:
-                    raise ReleaseError(missing)
-                if response.status_code < 400:
-                    return response.text
-                reason = f"HTTP {response.status_code}"
-                if response.status_code not in RETRY_STATUSES:
-                    break
-            if attempt < self.retry.attempts - 1:
-                time.sleep(self.retry.delay(attempt))
-        raise ReleaseError(f"Could not read {url} ({reason})")
-
-
 def download_release(
     base_url: str,
     version: str = "latest",
@@ -193,41 +173,49 @@ def download_release(
     retry: RetryPolicy | None = None,
     timeout_s: float = 60.0,
 ) -> DownloadResult:
-    """Install ``version`` (or the newest) from the site at ``base_url`` into ``dest``."""
+    """Install ``version`` (or the newest) from the site at ``base_url`` into ``dest``;
+    a read waits at most ``timeout_s``, and a file is given up once its deadline
+    (:class:`~metabundle.release.site_client.DownloadSettings`) has passed."""
     from metabundle.release.location import data_dir
 
     base = _check_base(base_url)
     dest = (dest or data_dir()).expanduser().resolve()
+    limits = DownloadSettings.load()
     progress = progress or SilentProgress()
     client = httpx.Client(
-        timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 15.0)),
-        follow_redirects=True,
+        follow_redirects=False,  # SiteClient follows them, within the site only
         headers={"User-Agent": f"metabundle/{__version__}", "Accept-Encoding": "identity"},
         trust_env=True,
     )
     with client:
-        site = _Site(base, client, retry or RetryPolicy())
+        site = SiteClient(base, client, retry or RetryPolicy(), limits, timeout_s)
         version = _resolve_version(site, version)
         listing = _read_listing(site, version)
         return _install(site, listing, version, dest, progress)
 
 
 def _check_base(base_url: str) -> str:
-    if urlsplit(base_url).scheme not in ("http", "https"):
+    try:
+        url: httpx.URL | None = httpx.URL(base_url)
+    except httpx.InvalidURL:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host:
         raise ConfigError(f"--from {base_url} is not an http(s) URL of a published release site")
     return base_url.rstrip("/")
 
 
-def _resolve_version(site: _Site, version: str) -> str:
+def _resolve_version(site: SiteClient, version: str) -> str:
     if version != "latest":
         return check_version(version)
-    text = site.get_text(LATEST_FILE, f"{site.base} has no `{LATEST_FILE}` file; is it a site?")
-    return check_version(text.strip())
+    missing = f"{site.base} has no `{LATEST_FILE}` file; is it a site?"
+    latest = site.read_small(LATEST_FILE, LATEST_MAX_BYTES, missing).decode("utf-8", "replace")
+    return check_release_version(latest.strip(), site.url(LATEST_FILE))
 
 
-def _read_listing(site: _Site, version: str) -> dict[str, Any]:
+def _read_listing(site: SiteClient, version: str) -> dict[str, Any]:
     relative = f"{RELEASES_DIR}/{version}/{FILES_FILE}"
-    text = site.get_text(relative, f"Release {version} is not published at {site.base}")
+    missing = f"Release {version} is not published at {site.base}"
+    text = site.read_small(relative, FILES_LIST_MAX_BYTES, missing)
     try:
         listing = json.loads(text)
     except (ValueError, RecursionError):
@@ -236,7 +224,7 @@ def _read_listing(site: _Site, version: str) -> dict[str, Any]:
 
 
 def _install(
-    site: _Site, listing: dict[str, Any], version: str, dest: Path, progress: DownloadProgress
+    site: SiteClient, listing: dict[str, Any], version: str, dest: Path, progress: DownloadProgress
 ) -> DownloadResult:
     releases = dest / RELEASES_DIR
     final = releases / version
@@ -245,11 +233,12 @@ def _install(
         point_current(dest / CURRENT, final)
         return DownloadResult(version, final, 0, 0, already_installed=True)
     staging = releases / f"{STAGING_PREFIX}{version}"
+    files = listing["files"]
+    _check_space(dest, staging, files, version)
     tree = staging / "release"
     parts = staging / "parts"
     tree.mkdir(parents=True, exist_ok=True)
     parts.mkdir(parents=True, exist_ok=True)
-    files = listing["files"]
     progress.start(version, sum(f["stored_size"] for f in files), len(files))
     downloaded = resumed = 0
     try:
@@ -263,11 +252,33 @@ def _install(
         verified = verify_release(tree, record=False)
     except ReleaseError as error:
         raise ReleaseError(f"Downloaded release {version} failed verification: {error}") from None
+    if verified.version != version:
+        raise ReleaseError(
+            f"Downloaded release {version} holds the manifest of release {verified.version}; "
+            "nothing was installed and current is unchanged"
+        )
     tree.rename(final)
     record_digests(final, verified.digests)
     shutil.rmtree(staging, ignore_errors=True)
     point_current(dest / CURRENT, final)
     return DownloadResult(version, final, downloaded, resumed, already_installed=False)
+
+
+def _check_space(dest: Path, staging: Path, files: list[dict[str, Any]], version: str) -> None:
+    """The release must fit the free space under ``dest`` (what an interrupted run left
+    in ``staging`` counting as written): every file unpacked, plus the largest
+    compressed file, which waits beside its unpacked copy."""
+    needed = sum(f["size"] for f in files) + max(
+        (f["stored_size"] for f in files if f["compression"] == "zstd"), default=0
+    )
+    written = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+    existing = next(folder for folder in (dest, *dest.parents) if folder.exists())
+    free = shutil.disk_usage(existing).free
+    if needed - written > free:
+        raise ReleaseError(
+            f"Release {version} needs {needed - written:,} more bytes but {existing} has "
+            f"{free:,} free; nothing was written and current is unchanged"
+        )
 
 
 def _check_installed(folder: Path, listing: dict[str, Any], version: str) -> None:
@@ -282,7 +293,7 @@ def _check_installed(folder: Path, listing: dict[str, Any], version: str) -> Non
 
 
 def _install_file(
-    site: _Site,
+    site: SiteClient,
     version: str,
     entry: dict[str, Any],
     tree: Path,
@@ -298,7 +309,8 @@ def _install_file(
     part = parts / f"{entry['stored']}.part"
     part.parent.mkdir(parents=True, exist_ok=True)
     url = site.url(f"{RELEASES_DIR}/{version}/{entry['stored']}")
-    fetched, resumed = _fetch_resumable(site, url, part, entry, progress)
+    deadline = site.limits.deadline(entry["stored"], entry["stored_size"])
+    fetched, resumed = _fetch_resumable(site, url, part, entry, progress, deadline)
     if sha256_file(part) != entry["stored_sha256"]:
         part.unlink()
         raise ReleaseError(
@@ -351,10 +363,15 @@ def _unpack(part: Path, destination: Path, entry: dict[str, Any], version: str) 
 
 
 def _fetch_resumable(
-    site: _Site, url: str, part: Path, entry: dict[str, Any], progress: DownloadProgress
+    site: SiteClient,
+    url: str,
+    part: Path,
+    entry: dict[str, Any],
+    progress: DownloadProgress,
+    deadline: Deadline,
 ) -> tuple[int, bool]:
-    """Fill ``part`` with the whole stored file, resuming with ``Range`` after a cut;
-    (bytes fetched by this call, whether a Range request was used)."""
+    """Fill ``part`` with the whole stored file, resuming with ``Range`` after a cut,
+    by ``deadline``; (bytes fetched by this call, whether a Range request was used)."""
     total = entry["stored_size"]
     have = part.stat().st_size if part.exists() else 0
     if have > total:
@@ -367,34 +384,37 @@ def _fetch_resumable(
     for attempt in range(attempts):
         if have == total:
             break
+        deadline.check()
         try:
-            have, ranged = _fetch_from(site.client, url, part, have, total, progress)
+            have, ranged = _fetch_from(site, url, part, have, total, progress, deadline)
             resumed = resumed or ranged
-        except (_Interrupted, httpx.TransportError) as error:
+        except (_Interrupted, httpx.RequestError) as error:
             have = part.stat().st_size if part.exists() else 0
             if attempt == attempts - 1:
+                deadline.check()
                 reason = str(error) or type(error).__name__
                 raise ReleaseError(
                     f"Download of {entry['stored']} from {url} was interrupted ({reason}) "
                     f"after {attempts} attempts; run the command again to resume it "
                     "(current is unchanged)"
                 ) from None
-            time.sleep(site.retry.delay(attempt))
+            deadline.pause(site.retry.delay(attempt))
     return max(0, have - already), resumed
 
 
 def _fetch_from(
-    client: httpx.Client,
+    site: SiteClient,
     url: str,
     part: Path,
     offset: int,
     total: int,
     progress: DownloadProgress,
+    deadline: Deadline,
 ) -> tuple[int, bool]:
     """One GET of ``url`` from byte ``offset``: (bytes now in ``part``, whether the
     server continued a range)."""
     headers = {"Range": f"bytes={offset}-"} if offset else {}
-    with client.stream("GET", url, headers=headers) as response:
+    with site.get(url, deadline, headers) as response:
         status = response.status_code
         if status == 416:  # the part is stale (the file was replaced): start over
             part.unlink(missing_ok=True)
@@ -423,6 +443,7 @@ def _fetch_from(
                 handle.write(chunk)
                 received += len(chunk)
                 progress.advance(len(chunk))
+                deadline.check()
     now = offset + received
     if now < total:
         raise _Interrupted(f"connection closed at {now:,} of {total:,} bytes")

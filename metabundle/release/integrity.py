@@ -1,14 +1,15 @@
 """The check a serving process runs when it opens a release: cheap, and enough to
 refuse a damaged release instead of serving wrong answers.
 
-:func:`check_release_files` reads ``manifest.json`` and ``SHA256SUMS`` and checks: the
-manifest's own sha256 against ``SHA256SUMS``; the version's form; that every file the
-manifest lists is a regular file inside the release (no ``..``, no symbolic link)
-with exactly its listed size; and the sha256 of the small index files memory-mapped
-at open (:data:`HASHED_AT_OPEN`: the keyword arrays and the ANN metadata). The large
-memory-mapped files (vectors, ANN indexes) are hashed by :func:`check_digest` the
-first time a process maps them. ``metabundle verify`` stays the deep check (every
-byte of every file).
+:func:`check_release_files` reads ``manifest.json`` (its shape checked by
+:func:`~metabundle.release.manifest.read_manifest`) and ``SHA256SUMS`` and checks: the
+manifest's own sha256 against ``SHA256SUMS``; that every file the manifest lists is a
+regular file inside the release (no ``..``, no symbolic link) with exactly its listed
+size; and the sha256 of the files read at open (:data:`HASHED_AT_OPEN`: the keyword
+arrays, the ANN metadata and the DuckDB database, whose damaged blocks DuckDB would
+otherwise find only when a query reads them). The large memory-mapped files (vectors,
+ANN indexes) are hashed by :func:`check_digest` the first time a process maps them.
+``metabundle verify`` stays the deep check (every byte of every file).
 
 A file hashed once is not hashed again while it keeps its inode, size and
 modification time: within a process (a set), and across processes through the
@@ -16,8 +17,10 @@ release's digest record (``release/digest_record.py``, beside the release folder
 written by the build, by ``metabundle verify`` and ``download`` and by the first
 process that hashes a file). Hashing grows with the corpus (about 12 GB of vectors
 and indexes at ten million documents) and a serving process must answer its first
-query in a second; a file changed in place with its size and time kept is found by
-``metabundle verify``, not at open.
+query in a second, so an installed release is hashed once, not per process. What
+this cannot see: bytes changed in place after the record was written, with the
+file's inode, size and modification time kept (no writer of a release does that; a
+failing disk or a deliberate edit can). ``metabundle verify`` finds those.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
 from metabundle.release.digest_record import read_record, record_digests
 from metabundle.release.manifest import MANIFEST_FILE, read_manifest
-from metabundle.release.paths import check_member, check_release_version
+from metabundle.release.paths import check_member
 from metabundle.release.verify import manifest_entries
 
-HASHED_AT_OPEN = ("fts/", "ann/*.json")
+HASHED_AT_OPEN = ("fts/", "ann/*.json", "metabundle.duckdb")
 _MATCHED: set[tuple[str, int, int, int, str]] = set()
 """Files whose sha256 matched, by path, inode, size and modification time."""
 DAMAGED = "the release is damaged; run `metabundle verify` on it, then rebuild or download it"
@@ -43,7 +46,6 @@ def check_release_files(root: Path) -> dict[str, Any]:
     """The manifest of the release at ``root`` once its files pass the open-time check;
     a :class:`ReleaseError` naming the first file that does not."""
     manifest = read_manifest(root)
-    check_release_version(manifest.get("version"), MANIFEST_FILE)
     try:
         sums = read_sums(root)
     except FileNotFoundError:

@@ -1,4 +1,11 @@
-"""The release manifest (``manifest.json``) and the ``datapackage.json`` descriptor."""
+"""The release manifest (``manifest.json``) and the ``datapackage.json`` descriptor.
+
+:func:`read_manifest` checks the manifest's shape before anyone reads it (an object
+of this format whose version is a release version, with a list of files and objects
+of sources and tables), so every command that reads a release fails on a malformed
+one with one sentence naming ``manifest.json``. It imports neither DuckDB nor PyArrow
+(the schema registry loads only to write ``datapackage.json``).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,21 @@ from typing import Any
 
 from metabundle.digest import sha256_file
 from metabundle.errors import ReleaseError
-from metabundle.schemas import Target, datapackage_resource, get_table
+from metabundle.release.paths import check_release_version, shown
 
 MANIFEST_FILE = "manifest.json"
 DATAPACKAGE_FILE = "datapackage.json"
 FORMAT = "metabundle-release/1"
+MANIFEST_SHAPE = {"files": list, "sources": dict, "tables": dict}
+"""The manifest's members every reader relies on, and the JSON type each must have."""
+JSON_TYPES = {
+    dict: "an object",
+    list: "a list",
+    str: "a string",
+    bool: "true or false",
+    int: "a number",
+    float: "a number",
+}
 
 
 @dataclass
@@ -60,9 +77,17 @@ def list_files(root: Path, exclude: set[str]) -> list[dict[str, Any]]:
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
-    """The parsed ``manifest.json`` of a release folder."""
-    missing = f"{root} is not a release: it has no {MANIFEST_FILE}"
-    return read_json_document(root / MANIFEST_FILE, FORMAT, missing)
+    """The parsed ``manifest.json`` of a release folder, checked for its shape."""
+    path = root / MANIFEST_FILE
+    manifest = read_json_document(
+        path, FORMAT, f"{root} is not a release: it has no {MANIFEST_FILE}"
+    )
+    check_release_version(manifest.get("version"), str(path))
+    for member, kind in MANIFEST_SHAPE.items():
+        if not isinstance(manifest.get(member), kind):
+            found = _json_type(manifest.get(member))
+            raise ReleaseError(f"{path} has {found} for {member!r}, not {JSON_TYPES[kind]}")
+    return manifest
 
 
 def read_json_document(path: Path, expected_format: str, missing: str) -> dict[str, Any]:
@@ -72,15 +97,32 @@ def read_json_document(path: Path, expected_format: str, missing: str) -> dict[s
         data = json.loads(path.read_text())
     except FileNotFoundError:
         raise ReleaseError(missing) from None
-    except ValueError as error:
-        raise ReleaseError(f"{path} is not valid JSON ({error})") from None
+    except OSError as error:
+        raise ReleaseError(f"{path} cannot be read ({error.strerror})") from None
+    except (ValueError, RecursionError) as error:
+        reason = str(error) or "nested too deeply"
+        raise ReleaseError(f"{path} is not valid JSON ({reason})") from None
+    if not isinstance(data, dict):
+        raise ReleaseError(
+            f"{path} holds {_json_type(data)} where a {expected_format} object belongs"
+        )
     if data.get("format") != expected_format:
-        raise ReleaseError(f"{path} has format {data.get('format')!r}, expected {expected_format}")
+        found = shown(data.get("format"))
+        raise ReleaseError(f"{path} has format {found}, expected {expected_format}")
     return data
+
+
+def _json_type(value: object) -> str:
+    """What kind of JSON value ``value`` is, for messages (``a list``)."""
+    if value is None:
+        return "nothing"
+    return next(name for kind, name in JSON_TYPES.items() if isinstance(value, kind))
 
 
 def write_datapackage(root: Path, version: str, table_names: list[str]) -> None:
     """A Frictionless ``datapackage.json`` describing every Parquet table."""
+    from metabundle.schemas import Target, datapackage_resource, get_table
+
     resources = [
         datapackage_resource(get_table(name), f"parquet/{name}.parquet")
         for name in sorted(table_names)

@@ -39,7 +39,7 @@ from metabundle.release.manifest import MANIFEST_FILE, read_json_document, read_
 from metabundle.release.paths import check_member
 from metabundle.release.temps import TMP_PREFIX, clean_stale_temps
 from metabundle.release.verify import verify_release
-from metabundle.release.version import VERSION_RE, version_key
+from metabundle.release.version import is_version, version_key
 from metabundle.settings import RuntimeSettings
 
 SITE_FORMAT = "metabundle-site/1"
@@ -53,6 +53,8 @@ COMPRESS_MIN_BYTES = 64 * 1024
 COMPRESS_MAX_RATIO = 0.9
 ALREADY_COMPRESSED = (".parquet", ".zst", ".gz", ".zip", ".bz2", ".xz")
 CHUNK_BYTES = 1 << 20
+MAX_FILE_BYTES = 1 << 40
+"""The largest size a file list may give a file (1 TiB; a whole release is a few GB)."""
 
 Reporter = Callable[[str], None]
 
@@ -266,6 +268,11 @@ def _check_entry(entry: Any, where: str) -> str:
     for key in ("size", "stored_size"):
         if type(entry.get(key)) is not int or entry[key] < 0:
             raise ReleaseError(f"{where} gives {name} no valid {key}")
+        if entry[key] > MAX_FILE_BYTES:
+            raise ReleaseError(
+                f"{where} gives {name} a {key} of {entry[key]:,} bytes, more than the "
+                f"{MAX_FILE_BYTES:,} a release file may have"
+            )
     for key in ("sha256", "stored_sha256"):
         value = entry.get(key)
         if not isinstance(value, str) or len(value) != 64:
@@ -292,9 +299,7 @@ def published_versions(target: Path) -> list[str]:
     releases = target / RELEASES_DIR
     if not releases.is_dir():
         return []
-    found = [
-        p.name for p in releases.iterdir() if VERSION_RE.match(p.name) and (p / FILES_FILE).exists()
-    ]
+    found = [p.name for p in releases.iterdir() if is_version(p.name) and (p / FILES_FILE).exists()]
     return sorted(found, key=version_key)
 
 

@@ -11,7 +11,7 @@ from metabundle.errors import ReleaseError
 from metabundle.release.checksums import SUMS_FILE, read_sums
 from metabundle.release.digest_record import record_digests
 from metabundle.release.manifest import MANIFEST_FILE, read_manifest
-from metabundle.release.paths import check_member, check_release_version, plain_files
+from metabundle.release.paths import check_member, plain_files
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def verify_release(root: Path, record: bool = True) -> VerifyReport:
         raise ReleaseError(f"{root} is not a release folder")
     present = plain_files(root) - {SUMS_FILE}
     manifest = read_manifest(root)
-    version = check_release_version(manifest.get("version"), f"{root / MANIFEST_FILE}")
+    version = manifest["version"]
     if not (root / SUMS_FILE).exists():
         raise ReleaseError(f"{root} has no {SUMS_FILE}")
     try:
@@ -70,13 +70,11 @@ def verify_release(root: Path, record: bool = True) -> VerifyReport:
 
 
 def manifest_entries(root: Path, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The manifest's file entries by path, each a safe path with a size and a sha256."""
+    """The file entries of a manifest :func:`read_manifest` returned, by path, each a
+    safe path with a size and a sha256."""
     where = f"{root / MANIFEST_FILE}"
-    files = manifest.get("files")
-    if not isinstance(files, list):
-        raise ReleaseError(f"{where} has no list of files")
     entries: dict[str, dict[str, Any]] = {}
-    for entry in files:
+    for entry in manifest["files"]:
         if not isinstance(entry, dict):
             raise ReleaseError(f"{where} lists a file entry that is not an object")
         name = check_member(entry.get("path"), where)

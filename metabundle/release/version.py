@@ -1,4 +1,10 @@
-"""Release version numbers: ``YYYY.MM.DD`` with ``.N`` for later builds of a day."""
+"""Release version numbers: ``YYYY.MM.DD`` with ``.N`` for later builds of a day.
+
+A version becomes a folder name when a release is written, published or installed,
+so it is checked strictly wherever it is read (a flag, a manifest, a site's
+``latest``): ASCII digits only, a real date, at most six digits of build number, and
+nothing before or after it (no trailing newline, no space).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,27 @@ from pathlib import Path
 
 from metabundle.errors import ConfigError
 
-VERSION_RE = re.compile(r"^\d{4}\.\d{2}\.\d{2}(\.\d+)?$")
+VERSION_FORM = "YYYY.MM.DD[.N]"
+_VERSION = re.compile(r"([0-9]{4})\.([0-9]{2})\.([0-9]{2})(?:\.[0-9]{1,6})?")
+
+
+def is_version(text: object) -> bool:
+    """Whether ``text`` is exactly a release version: :data:`VERSION_FORM` in ASCII
+    digits, of a real date, with nothing around it."""
+    match = _VERSION.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
+        return False
+    try:
+        date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return False
+    return True
 
 
 def check_version(version: str) -> str:
     """``version`` if it has the release form, else a :class:`ConfigError`."""
-    if not VERSION_RE.match(version):
-        raise ConfigError(f"Release version {version!r} is not of the form YYYY.MM.DD[.N]")
+    if not is_version(version):
+        raise ConfigError(f"Release version {version!r} is not of the form {VERSION_FORM}")
     return version
 
 

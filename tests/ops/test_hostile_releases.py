@@ -82,6 +82,25 @@ def test_a_version_that_is_a_path_fails_verify_and_publish(tmp_path: Path) -> No
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "site" / "escaped").exists()
 
 
+@pytest.mark.parametrize(
+    "version",
+    ["2025.01.01\n", "2025.01.01 ", "２０２５.０１.０１", "2025.02.30", "2025.01.01.1234567"],
+    ids=["newline", "space", "fullwidth", "no date", "long build number"],
+)
+def test_a_version_that_is_not_exactly_a_version_fails_verify_and_publish(
+    tmp_path: Path, version: str
+) -> None:
+    """Each once passed ``verify``, and ``publish`` made a folder of that name."""
+    release = write_release(tmp_path / "release", version=version)
+    manifest = release / MANIFEST_FILE
+    for args in (("verify", str(release)), ("publish", "--release", str(release), "--to", "site")):
+        result = run_cli(*args, cwd=tmp_path)
+        assert result.returncode == 1, args
+        error = error_line(result.stderr)
+        assert f"{manifest} gives the version {version!r}, which is not of the form" in error
+    assert not (tmp_path / "site").exists()
+
+
 def test_a_symbolic_link_in_a_release_fails_verify_and_is_not_published(tmp_path: Path) -> None:
     folder = tmp_path / "release"
     folder.mkdir()

@@ -75,7 +75,7 @@ AT_OPEN: dict[str, tuple[Callable[[Path], None], str]] = {
         "ann/omop.usearch is listed in manifest.json but missing",
     ),
     "manifest version edited": (edit_version, "manifest.json does not match its sha256"),
-    "corrupt duckdb": (corrupt_duckdb, "metabundle.duckdb cannot be opened"),
+    "corrupt duckdb": (corrupt_duckdb, "metabundle.duckdb does not match its sha256"),
     "a file cut short": (
         lambda root: rewrite(
             root / "parquet" / "omop_concept.parquet", lambda d: d.__delitem__(slice(-100, None))
