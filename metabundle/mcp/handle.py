@@ -8,29 +8,15 @@ with the typed ``release_damaged`` error.
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metabundle.errors import ReleaseError
+from metabundle.release.manifest import read_manifest
 from metabundle.release.pointer import resolve_release
 
 if TYPE_CHECKING:
     from metabundle.search.release import Release
-
-
-MANIFEST = "manifest.json"  # read here with json alone: the schema registry loads PyArrow
-
-
-def _manifest(root: Path) -> dict[str, Any]:
-    try:
-        manifest = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ReleaseError(f"{root / MANIFEST} cannot be read ({error}).") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("version"), str):
-        raise ReleaseError(f"{root / MANIFEST} is not a release manifest.")
-    return manifest
 
 
 class ReleaseHandle:
@@ -44,7 +30,7 @@ class ReleaseHandle:
             self._owned = False
         elif path is not None:
             self.path = resolve_release(Path(path))
-            self.manifest = _manifest(self.path)
+            self.manifest = read_manifest(self.path)
             self._release = None
             self._owned = True
         else:

@@ -20,6 +20,9 @@ from typing import Any
 
 import duckdb
 
+from metabundle.release.integrity import DAMAGED
+from metabundle.search.errors import RELEASE_DAMAGED, ToolError
+
 DEFAULT_THREADS = 2
 
 
@@ -55,3 +58,16 @@ def open_hardened(
         if lock:
             con.execute("SET lock_configuration = true")
     return con
+
+
+CORRUPT = "Corrupt database file"
+"""How DuckDB reports a block whose checksum fails when a query reads it."""
+
+
+def damaged_database(error: duckdb.Error) -> ToolError | None:
+    """``release_damaged`` when ``error`` is DuckDB finding a damaged block of the
+    release's database (after the open check passed: an edit that kept the file's
+    inode, size and time, or damage while serving), else ``None``."""
+    if CORRUPT not in str(error):
+        return None
+    return ToolError(RELEASE_DAMAGED, f"metabundle.duckdb has a damaged block; {DAMAGED}")

@@ -25,10 +25,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 from pydantic import BaseModel, ValidationError
 
 from metabundle.schemas.sources import DESCRIPTORS
 from metabundle.search.budget import fit_payload
+from metabundle.search.engine import damaged_database
 from metabundle.search.errors import INTERNAL_ERROR, NOT_IN_RELEASE, ToolError, invalid
 from metabundle.search.params import CLAMPED_CONTEXT
 from metabundle.search.payload import Clamped, ResponseModel, to_payload
@@ -214,7 +216,10 @@ def invoke(release: Release, name: str, arguments: Mapping[str, Any] | None) -> 
         raise absent_source(release, spec.name, str(spec.source))
     params, clamped = parse_arguments(spec, arguments)
     with release.tool_call():
-        answer = spec.handler(release, params)
+        try:
+            answer = spec.handler(release, params)
+        except duckdb.Error as error:
+            raise damaged_database(error) or error from None
     if not isinstance(answer, spec.response):
         wrong = type(answer).__name__
         raise TypeError(f"{name} answered {wrong}, not {spec.response.__name__}")

@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from metabundle.search.engine import open_hardened
+from metabundle.search.engine import damaged_database, open_hardened
 from metabundle.search.errors import RESOURCE_EXHAUSTED, RESULT_TOO_LARGE, ToolError
 from metabundle.search.jsonsafe import MAX_PAYLOAD_BYTES, check_size, to_json_value
 from metabundle.search.sql_guard import bounded, classify, first_line
@@ -41,9 +41,21 @@ def limit_address_space(limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-SPILL_REFUSED = "LocalFileSystem has been disabled"
-"""What DuckDB says when a query past its memory limit would spill to a temporary file,
-which a worker may not write (:func:`metabundle.search.engine.open_hardened`)."""
+FILE_SYSTEM_OFF = "LocalFileSystem has been disabled"
+
+
+def binds(con: duckdb.DuckDBPyConnection, query: str) -> bool:
+    """Whether ``query`` binds (its plan can be made without running it). A file the
+    query names is refused when it binds; a query that binds and is refused the file
+    system while running was past its memory limit and would have spilled to a
+    temporary file, which a worker may not write
+    (:func:`metabundle.search.engine.open_hardened`)."""
+    with con.cursor() as cur:
+        try:
+            cur.execute(f"EXPLAIN {query}")
+        except duckdb.Error:
+            return False
+    return True
 
 
 def out_of_memory() -> ToolError:
@@ -90,10 +102,13 @@ def execute(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int) -> dict[str
         except duckdb.OutOfMemoryException:
             raise out_of_memory() from None
         except duckdb.PermissionException as error:
-            if SPILL_REFUSED in str(error):  # past memory, DuckDB would spill to disk
-                raise out_of_memory() from None
+            if FILE_SYSTEM_OFF in str(error) and binds(con, query):
+                raise out_of_memory() from None  # refused while running: a spill
             raise sql_error(con, query, first_line(error), error) from None
         except duckdb.Error as error:
+            damaged = damaged_database(error)
+            if damaged is not None:
+                raise damaged from None
             raise sql_error(con, query, first_line(error), error) from None
     payload = {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated}
     return check_size(payload, TOO_LARGE_HINT)

@@ -86,11 +86,6 @@ async def test_a_corrupt_duckdb_block_is_release_damaged_not_internal_error(
     assert error["code"] == RELEASE_DAMAGED and DAMAGED_DUCKDB in error["message"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="DuckDB's 'Corrupt database file' at query time is mapped to internal_error by "
-    "metabundle/search/registry.py call_tool; it should be release_damaged",
-)
 def test_a_duckdb_block_damaged_in_place_after_it_was_recorded_is_release_damaged(
     copy: Path, mirror_build: Build
 ) -> None:
