@@ -14,8 +14,10 @@ Datasette serving a release's ``metabundle.sqlite``:
   errors with their HTTP status, and ``/-/api/openapi.json`` generated from the tools'
   pydantic models;
 - bounds on every request (:mod:`.bounds`): SQLite value and statement size limits,
-  a response byte cap and typed JSON for server errors; error pages that keep their
-  4xx status (:mod:`.errors`);
+  ``fts3_tokenizer`` refused, request and response byte caps and typed JSON for server
+  errors; every statement in a killable worker process, so none outlives the time
+  limit (:mod:`.sql_workers`); error pages that keep their 4xx status, and table-page
+  query parameters Datasette cannot use answered ``invalid_request`` (:mod:`.errors`);
 - the core's tools on ``datasette-mcp``'s ``/-/mcp`` (its ``register_mcp_tools``
   hook).
 
@@ -45,6 +47,7 @@ from metabundle.datasette_plugin.openapi import openapi_document
 from metabundle.datasette_plugin.release_link import NoRelease, release_for, release_path
 from metabundle.datasette_plugin.search_page import search_json, search_page
 from metabundle.datasette_plugin.source_pages import source_entries, source_page
+from metabundle.datasette_plugin.sql_workers import run_sql_in_workers
 from metabundle.errors import MetabundleError
 from metabundle.release.datasette_meta import SQLITE_FILE
 from metabundle.release.integrity import check_digest
@@ -93,7 +96,7 @@ def extra_template_vars(
 
 @hookimpl
 def prepare_connection(conn: Any) -> None:
-    """Size limits on every SQLite connection (see :mod:`.bounds`)."""
+    """Size limits and refused functions on every SQLite connection (see :mod:`.bounds`)."""
     limit_connection(conn)
 
 
@@ -115,9 +118,11 @@ def handle_exception(datasette: Any, request: Any, exception: Exception) -> Any:
 
 @hookimpl
 def startup(datasette: Any) -> None:
-    """Open the release now, so a broken one fails at start rather than on a search;
-    the SQLite file Datasette serves must match its sha256 in the manifest."""
+    """Run SQL in killable workers (see :mod:`.sql_workers`); open the release now, so
+    a broken one fails at start rather than on a search; the SQLite file Datasette
+    serves must match its sha256 in the manifest."""
     replace_default_handler()
+    run_sql_in_workers(datasette)
     try:
         release_path(datasette)
     except NoRelease:

@@ -3,12 +3,17 @@
 - Every SQLite connection gets value and statement size limits
   (:data:`MAX_VALUE_BYTES`, :data:`MAX_SQL_BYTES`), so ``zeroblob(1000000000)`` or
   ``repeat``-style growth fails inside SQLite with "string or blob too big" instead of
-  filling memory; Datasette's own ``sql_time_limit_ms`` bounds the time.
-- :class:`BoundedApp` wraps the ASGI app: a write method (POST, PUT, ...) outside the
-  ``/-/`` routes is an ``invalid_request`` (the release is read-only), a response body over
-  :data:`MAX_RESPONSE_BYTES` is replaced by a ``result_too_large`` error, and a server
-  error (an exception, or a status 500 outside the plugin's own typed routes) by a
-  typed ``internal_error`` with no Python text.
+  filling memory, and an authorizer that refuses the functions of
+  :data:`DENIED_FUNCTIONS` when a statement is prepared. Time is bounded by running
+  each statement in a killable worker (:mod:`.sql_workers`).
+- :class:`BoundedApp` wraps the ASGI app: a request body over :data:`MAX_BODY_BYTES`
+  is refused with a 413 ``invalid_request`` (by its ``Content-Length`` before it is
+  read, else as soon as the bytes received pass the cap), a write method (POST, PUT,
+  ...) outside the ``/-/`` routes is an ``invalid_request`` (the release is
+  read-only), a response body over :data:`MAX_RESPONSE_BYTES` is replaced by a
+  ``result_too_large`` error, and a server error (an exception, or a status 500
+  outside the plugin's own typed routes) by a typed ``internal_error`` with no Python
+  text.
 """
 
 from __future__ import annotations
@@ -24,6 +29,14 @@ MAX_VALUE_BYTES = 100_000
 """Longest string or blob SQLite may build (the longest text in a release is ~17 kB)."""
 MAX_SQL_BYTES = 100_000
 MAX_RESPONSE_BYTES = 20_000_000
+MAX_BODY_BYTES = 1_000_000
+"""Largest request body (the biggest tool call, a 20,000-character ``run_sql``, is far
+below it)."""
+BODY_TOO_LARGE_STATUS = 413
+DENIED_FUNCTIONS = frozenset({"fts3_tokenizer"})
+"""SQL functions no statement may call: ``fts3_tokenizer(name)`` returns the address of
+a tokenizer in the server's memory, and ``fts3_tokenizer(name, pointer)`` installs a
+tokenizer from any address (SQLite's documented memory-corruption risk)."""
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PLUGIN_PATHS = ("/-/api", "/-/search")
 """The plugin's own routes, which answer their errors typed already."""
@@ -35,10 +48,22 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+def authorize(
+    action: int, arg1: str | None, arg2: str | None, database: str | None, source: str | None
+) -> int:
+    """SQLite's authorizer callback: deny a call of a function of
+    :data:`DENIED_FUNCTIONS` (whose name SQLite passes as ``arg2``), allow the rest."""
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
 def limit_connection(conn: sqlite3.Connection) -> None:
-    """Cap the size of any value and of any statement on ``conn``."""
+    """Cap the size of any value and of any statement on ``conn``, and refuse the
+    functions of :data:`DENIED_FUNCTIONS` ("not authorized to use function")."""
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
     conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_BYTES)
+    conn.set_authorizer(authorize)
 
 
 def _error_body(error: ToolError) -> bytes:
@@ -55,10 +80,25 @@ TOO_LARGE = ToolError(
     RESULT_TOO_LARGE,
     f"The response is over the {MAX_RESPONSE_BYTES:,}-byte cap; select fewer rows or columns.",
 )
+BODY_TOO_LARGE = ToolError(
+    INVALID_REQUEST, f"The request body is over the {MAX_BODY_BYTES:,}-byte cap."
+)
+
+
+class BodyTooLarge(Exception):
+    """Raised to the app by :class:`_Body` once the body received passes the cap."""
+
+
+def declared_length(scope: Scope) -> int:
+    """The request's ``Content-Length`` (0 when absent or not a number)."""
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"content-length" and value.strip().isdigit():
+            return int(value)
+    return 0
 
 
 class BoundedApp:
-    """An ASGI app that caps response bodies and types server errors."""
+    """An ASGI app that caps request and response bodies and types server errors."""
 
     def __init__(self, app: App) -> None:
         self.app = app
@@ -69,15 +109,40 @@ class BoundedApp:
             return
         path = str(scope.get("path", ""))
         response = _Response(send, retype_server_errors=not path.startswith(PLUGIN_PATHS))
+        if declared_length(scope) > MAX_BODY_BYTES:
+            await response.refuse_body()
+            return
         if scope.get("method") not in READ_METHODS and not path.startswith("/-/"):
             await response.fail(READ_ONLY)
             return
         try:
-            await self.app(scope, receive, response.send)
-        except Exception:  # a bug below: answer without its text
-            await response.fail(SERVER_ERROR)
+            await self.app(scope, _Body(receive, response), response.send)
+        except Exception:  # a bug below, or the body past its cap: answer without its text
+            if response.body_too_large:
+                await response.refuse_body()
+            else:
+                await response.fail(SERVER_ERROR)
             return
         await response.finish()
+
+
+class _Body:
+    """The app's ``receive``: counts the body's bytes, and past :data:`MAX_BODY_BYTES`
+    marks the response refused and raises :class:`BodyTooLarge`."""
+
+    def __init__(self, receive: Receive, response: _Response) -> None:
+        self._receive = receive
+        self._response = response
+        self._size = 0
+
+    async def __call__(self) -> Message:
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self._size += len(message.get("body", b""))
+            if self._size > MAX_BODY_BYTES:
+                self._response.body_too_large = True
+                raise BodyTooLarge
+        return message
 
 
 class _Response:
@@ -90,6 +155,7 @@ class _Response:
         self._body: list[bytes] = []
         self._size = 0
         self._done = False
+        self.body_too_large = False  # set by _Body: whatever the app answers, answer a 413
 
     async def send(self, message: Message) -> None:
         if self._done:
@@ -112,6 +178,9 @@ class _Response:
     async def finish(self) -> None:
         if self._done or self._start is None:
             return
+        if self.body_too_large:
+            await self.refuse_body()
+            return
         if self._retype and self._start["status"] >= 500:
             await self.fail(SERVER_ERROR)
             return
@@ -119,7 +188,11 @@ class _Response:
         await self._send(self._start)
         await self._send({"type": "http.response.body", "body": b"".join(self._body)})
 
-    async def fail(self, error: ToolError) -> None:
+    async def refuse_body(self) -> None:
+        await self.fail(BODY_TOO_LARGE, BODY_TOO_LARGE_STATUS)
+
+    async def fail(self, error: ToolError, status: int | None = None) -> None:
+        """Answer ``error`` instead, with its code's status unless ``status`` is given."""
         if self._done:
             return
         self._done = True
@@ -129,6 +202,10 @@ class _Response:
             (b"content-length", str(len(body)).encode()),
         ]
         await self._send(
-            {"type": "http.response.start", "status": error.http_status, "headers": headers}
+            {
+                "type": "http.response.start",
+                "status": status or error.http_status,
+                "headers": headers,
+            }
         )
         await self._send({"type": "http.response.body", "body": body})

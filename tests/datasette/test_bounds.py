@@ -5,6 +5,8 @@ path, the JSON body or the integers in it (a hypothesis fuzz of the plugin's rou
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import AsyncIterator
 from urllib.parse import quote
 
 import pytest
@@ -12,7 +14,7 @@ from datasette.app import Datasette
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from metabundle.datasette_plugin.bounds import MAX_RESPONSE_BYTES
+from metabundle.datasette_plugin.bounds import MAX_BODY_BYTES, MAX_RESPONSE_BYTES
 from metabundle.search.errors import HTTP_STATUS, INVALID_REQUEST, RESULT_TOO_LARGE
 from metabundle.search.tools import all_tools
 
@@ -135,3 +137,89 @@ async def test_fuzzed_requests_to_the_plugin_routes_get_no_server_error(
     )
     where = f"{method} {path} {query} {body[:80]!r}"
     assert_answered(response.status_code, response.text, where)
+
+
+TABLE = "/metabundle/ukb_field"
+REFUSED_PARAMETERS = [  # (id, the parameter the message names, query)
+    ("sort", "_sort", "_sort=nosuch"),
+    ("sort-rowid", "_sort", "_sort=rowid"),  # the table has a primary key
+    ("sort-desc", "_sort_desc", "_sort_desc=nosuch"),
+    ("both-sorts", "_sort and _sort_desc", "_sort=title&_sort_desc=title"),
+    ("in-malformed", "title__in", "title__in=" + quote("[1")),
+    ("in-too-deep", "title__in", "title__in=" + quote("[" * 5000)),
+    ("in-huge-integer", "title__in", "title__in=" + quote("[99999999999999999999999]")),
+    ("notin-object", "title__notin", "title__notin=" + quote('[{"a": 1}]')),
+    ("through-text", "_through", "_through=x"),
+    ("through-list", "_through", "_through=" + quote("[1]")),
+    ("through-no-key", "_through", "_through=" + quote('{"table": "ukb_field"}')),
+    (
+        "through-no-foreign-key",
+        "_through",
+        "_through=" + quote('{"table": "nosuch", "column": "title", "value": 1}'),
+    ),
+]
+
+
+@pytest.mark.parametrize("suffix", ["", ".json"], ids=["html", "json"])
+@pytest.mark.parametrize(
+    ("named", "query"),
+    [case[1:] for case in REFUSED_PARAMETERS],
+    ids=[case[0] for case in REFUSED_PARAMETERS],
+)
+async def test_a_table_parameter_datasette_cannot_use_is_invalid_request(
+    datasette: Datasette, named: str, query: str, suffix: str
+) -> None:
+    response = await datasette.client.get(f"{TABLE}{suffix}?{query}")
+    assert response.status_code == 400, response.text[:300]
+    if suffix:
+        error = response.json()["error"]
+        assert error["code"] == INVALID_REQUEST
+        message = error["message"]
+    else:
+        assert f"<title>{INVALID_REQUEST}</title>" in response.text
+        message = response.text
+    assert f"{named} " in message, message[:300]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "_sort=title",
+        "_sort_desc=title",
+        "title__in=Sex,Age",
+        "title__in=" + quote('["Sex", 31, 1.5, null, true]'),
+        "title__notin=" + quote('["Sex"]'),
+    ],
+)
+async def test_the_same_parameters_well_formed_still_answer(
+    datasette: Datasette, query: str
+) -> None:
+    response = await datasette.client.get(f"{TABLE}.json?{query}")
+    assert response.status_code == 200, response.text[:300]
+
+
+async def test_a_body_past_the_cap_is_refused_before_it_is_read(datasette: Datasette) -> None:
+    body = json.dumps({"query": "x" * (3 * MAX_BODY_BYTES)}).encode()
+
+    async def streamed() -> AsyncIterator[bytes]:  # no Content-Length: counted as it comes
+        for start in range(0, len(body), 65536):
+            yield body[start : start + 65536]
+
+    started = time.monotonic()
+    declared = await datasette.client.post("/-/api/search_all", content=body)
+    chunked = await datasette.client.post("/-/api/search_all", content=streamed())
+    to_mcp = await datasette.client.post("/-/mcp", content=body)
+    assert time.monotonic() - started < 5
+    for response in (declared, chunked, to_mcp):
+        assert response.status_code == 413, response.text[:300]
+        assert response.json()["error"] == {
+            "code": INVALID_REQUEST,
+            "message": f"The request body is over the {MAX_BODY_BYTES:,}-byte cap.",
+        }
+
+
+async def test_a_body_within_the_cap_still_answers(datasette: Datasette) -> None:
+    body = json.dumps({"query": "waist", "limit": 2}) + " " * (MAX_BODY_BYTES // 2)
+    response = await datasette.client.post("/-/api/search_all", content=body.encode())
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["results"]
