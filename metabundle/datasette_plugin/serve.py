@@ -125,6 +125,9 @@ def serve(release: Path, host: str, port: int, announce: Callable[[str], None]) 
 
     import uvicorn
 
+    from metabundle.search import freed_memory
+
+    freed_memory.limit_arenas()  # before the threads that answer requests start
     datasette = make_datasette(release)
     asyncio.run(datasette.invoke_startup())
     shown = f"[{host}]" if ":" in host else host

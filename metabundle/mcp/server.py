@@ -42,6 +42,7 @@ from metabundle.mcp.resources import (
 )
 from metabundle.mcp.stdio import answering_stdio
 from metabundle.release.coverage import coverage_lines
+from metabundle.search import freed_memory
 from metabundle.search.budget import PAYLOAD_MAX_BYTES, SIZE_CAP_KEY
 from metabundle.search.errors import RELEASE_DAMAGED, ToolError
 
@@ -252,6 +253,7 @@ def serve(
 ) -> None:
     """Serve the release at ``release_path`` over stdio, or over streamable HTTP on
     ``http`` (host, port); ``announce`` gets one line once the release is open."""
+    freed_memory.limit_arenas()  # before the worker threads that answer calls start
     handle = ReleaseHandle(release_path)
     try:
         server = build_server(handle)
