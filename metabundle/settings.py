@@ -128,6 +128,12 @@ class RuntimeSettings(Settings):
         default=True, description="Query embeddings on (0 turns them off: hybrid degrades)."
     )
     sql_workers: int = Field(default=2, ge=1, description="Processes that run run_sql.")
+    call_deadline_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="A tool call's queries stop this many seconds after the call began "
+        "(query_timeout); run_sql has its own 10 s.",
+    )
     mapped_pages_mb: int = Field(
         default=256,
         ge=0,

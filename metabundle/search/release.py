@@ -8,10 +8,13 @@ takes its own DuckDB cursor.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,12 @@ from metabundle.release.integrity import DAMAGED, check_digest, check_release_fi
 from metabundle.release.pointer import resolve_release
 from metabundle.search import freed_memory, mapped_pages
 from metabundle.search.engine import DEFAULT_THREADS, open_hardened
-from metabundle.search.errors import EMBEDDINGS_UNAVAILABLE, RELEASE_DAMAGED, ToolError
+from metabundle.search.errors import (
+    EMBEDDINGS_UNAVAILABLE,
+    QUERY_TIMEOUT,
+    RELEASE_DAMAGED,
+    ToolError,
+)
 from metabundle.search.sql_guard import first_line
 from metabundle.search.sql_pool import SqlWorkers
 from metabundle.settings import RuntimeSettings
@@ -125,8 +133,12 @@ class Release:
     # -- SQL ------------------------------------------------------------------------
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
-        """A cursor of its own for one request (DuckDB connections are not thread-safe)."""
-        return self._con.cursor()
+        """A cursor of its own for one request (DuckDB connections are not thread-safe);
+        inside a tool call, one its deadline interrupts (:class:`CallDeadline`)."""
+        deadline = _CALL_DEADLINE.get()
+        if deadline is None:
+            return self._con.cursor()
+        return deadline.watch(self._con.cursor())
 
     @cached_property
     def sql_workers(self) -> SqlWorkers:
@@ -176,9 +188,15 @@ class Release:
         call running also gives the memory the calls freed back to the system
         (:mod:`metabundle.search.freed_memory`)."""
         self._enter_call()
+        deadline = CallDeadline(RuntimeSettings.current().call_deadline_s)
+        token = _CALL_DEADLINE.set(deadline)
         try:
             yield
+        except duckdb.InterruptException:
+            raise deadline.passed() from None
         finally:
+            _CALL_DEADLINE.reset(token)
+            deadline.cancel()
             self.trim_mapped_pages()
             if self._leave_call():
                 freed_memory.give_back()
@@ -442,3 +460,52 @@ def _keep(kept: dict[str, Any], key: str, value: Any) -> None:
     if len(kept) >= QUERIES_KEPT:
         kept.pop(next(iter(kept)))
     kept[key] = value
+
+
+class CallDeadline:
+    """The deadline of one tool call's queries: the cursors the call opens are
+    interrupted when it passes, and a cursor asked for after it is refused, so a call
+    answers ``query_timeout`` instead of holding a thread. Work outside DuckDB (a scan
+    of memory-mapped codes, ranking) is not interrupted; it is bounded by the indexes
+    and the limits."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+        self._cursors: list[duckdb.DuckDBPyConnection] = []
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None  # started by the call's first cursor
+
+    def watch(self, cursor: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+        """``cursor``, to be interrupted at the deadline; ``query_timeout`` after it."""
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            cursor.close()
+            raise self.passed()
+        with self._lock:
+            self._cursors.append(cursor)
+            if self._timer is None:
+                self._timer = threading.Timer(left, self._interrupt)
+                self._timer.daemon = True
+                self._timer.start()
+        return cursor
+
+    def passed(self) -> ToolError:
+        return ToolError(
+            QUERY_TIMEOUT, f"The call ran longer than {self.seconds:g} s and was stopped."
+        )
+
+    def _interrupt(self) -> None:
+        with self._lock:
+            for cursor in self._cursors:
+                with contextlib.suppress(duckdb.Error):  # a cursor closed already
+                    cursor.interrupt()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._timer is not None:
+                self._timer.cancel()
+
+
+_CALL_DEADLINE: ContextVar[CallDeadline | None] = ContextVar("call_deadline", default=None)
+"""The deadline of the tool call running in this context."""
