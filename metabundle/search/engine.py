@@ -36,6 +36,9 @@ def hardened_config(memory_limit: str, threads: int) -> dict[str, Any]:
         "allow_community_extensions": False,
         "memory_limit": memory_limit,
         "max_temp_directory_size": "0B",
+        # no temporary folder: a query past its memory is out of memory, not refused the
+        # file system as it tries to spill
+        "temp_directory": "",
         "threads": threads,
     }
 

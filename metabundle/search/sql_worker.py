@@ -41,23 +41,6 @@ def limit_address_space(limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
-FILE_SYSTEM_OFF = "LocalFileSystem has been disabled"
-
-
-def binds(con: duckdb.DuckDBPyConnection, query: str) -> bool:
-    """Whether ``query`` binds (its plan can be made without running it). A file the
-    query names is refused when it binds; a query that binds and is refused the file
-    system while running was past its memory limit and would have spilled to a
-    temporary file, which a worker may not write
-    (:func:`metabundle.search.engine.open_hardened`)."""
-    with con.cursor() as cur:
-        try:
-            cur.execute(f"EXPLAIN {query}")
-        except duckdb.Error:
-            return False
-    return True
-
-
 def out_of_memory() -> ToolError:
     return ToolError(
         RESOURCE_EXHAUSTED,
@@ -101,10 +84,6 @@ def execute(con: duckdb.DuckDBPyConnection, sql: str, max_rows: int) -> dict[str
                 rows.append(values)
         except duckdb.OutOfMemoryException:
             raise out_of_memory() from None
-        except duckdb.PermissionException as error:
-            if FILE_SYSTEM_OFF in str(error) and binds(con, query):
-                raise out_of_memory() from None  # refused while running: a spill
-            raise sql_error(con, query, first_line(error), error) from None
         except duckdb.Error as error:
             damaged = damaged_database(error)
             if damaged is not None:
