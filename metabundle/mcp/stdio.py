@@ -28,18 +28,21 @@ from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
 
 MAX_LINE_BYTES = 4_000_000
 """The longest request line read (the largest valid call is a few kilobytes)."""
+HEAD_CHARS = 4096
+"""How much of a line over the cap is kept to find its request's id."""
 _ID = re.compile(r'"id"\s*:\s*(-?\d{1,15}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}")')
 
 
 class _Lines:
     """Stdin's lines for the SDK's reader, each also queued in :attr:`read` until its
     outcome comes out of the reader (every line gives exactly one message or exception,
-    in order). A line over :data:`MAX_LINE_BYTES` is skipped to its end and handed on as
-    an empty line, which the SDK refuses; it is queued as ``""``."""
+    in order), with whether it was over :data:`MAX_LINE_BYTES`. Such a line is skipped to
+    its end and handed on as an empty line, which the SDK refuses; its head is queued,
+    where the request's id usually stands."""
 
     def __init__(self, stream: TextIOWrapper) -> None:
         self.stream = stream
-        self.read: deque[str] = deque()
+        self.read: deque[tuple[str, bool]] = deque()
 
     def __aiter__(self) -> _Lines:
         return self
@@ -53,9 +56,9 @@ class _Lines:
                 rest = await anyio.to_thread.run_sync(self.stream.readline, MAX_LINE_BYTES)
                 if not rest or rest.endswith("\n"):
                     break
-            self.read.append("")
+            self.read.append((line[:HEAD_CHARS], True))
             return "\n"
-        self.read.append(line)
+        self.read.append((line, False))
         return line
 
 
@@ -73,11 +76,12 @@ def request_id(line: str) -> int | str | None:
     return int(text)
 
 
-def error_for(line: str, error: Exception) -> JSONRPCError:
-    """The JSON-RPC error answering ``line``, which the SDK could not read."""
-    if not line:
+def error_for(line: str, oversize: bool, error: Exception) -> JSONRPCError:
+    """The JSON-RPC error answering ``line`` (the head of one over the cap), which the SDK
+    could not read."""
+    if oversize:
         data = ErrorData(code=INVALID_REQUEST, message=f"Request over {MAX_LINE_BYTES:,} bytes.")
-        return JSONRPCError(jsonrpc="2.0", id=None, error=data)
+        return JSONRPCError(jsonrpc="2.0", id=request_id(line), error=data)
     kind = type(error).__name__
     message = (
         "Parse error: the request is not a JSON-RPC message this server can read "
@@ -99,9 +103,9 @@ async def answering_stdio() -> AsyncIterator[tuple[Any, Any]]:
         async def forward() -> None:
             async with send:
                 async for item in read_stream:
-                    line = lines.read.popleft()
+                    line, oversize = lines.read.popleft()
                     if isinstance(item, Exception):
-                        answer = error_for(line, item)
+                        answer = error_for(line, oversize, item)
                         await write_stream.send(SessionMessage(answer))
                         continue
                     await send.send(item)

@@ -104,6 +104,7 @@ def test_stdio_answers_an_unreadable_line_with_its_id(raw: RawStdio, line: str) 
 def test_stdio_answers_a_line_over_the_cap_and_goes_on(raw: RawStdio) -> None:
     raw.send(_call(21, json.dumps({"query": "x" * (MAX_LINE_BYTES + 10)})))
     answer = raw.answer()
+    assert answer["id"] == 21
     assert answer["error"]["code"] == -32600
     assert f"{MAX_LINE_BYTES:,} bytes" in answer["error"]["message"]
     raw.send(_call(22, '{"query":"body mass index"}'))
