@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,6 @@ class RssSampler:
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -117,9 +116,6 @@ def summary(latencies: list[float], errors: int, seconds: float) -> dict[str, An
     }
 
 
-Caller = Callable[[str, dict[str, Any]], Awaitable[bool]]
-
-
 async def _load(
     clients: int, seconds: float, open_caller: Callable[[], Any]
 ) -> tuple[list[float], int, float]:
@@ -150,8 +146,6 @@ async def _load(
 
 
 def mcp_caller(url: str) -> Any:
-    from contextlib import asynccontextmanager
-
     @asynccontextmanager
     async def open_caller() -> Any:
         async with Client(url) as session:
@@ -165,8 +159,6 @@ def mcp_caller(url: str) -> Any:
 
 
 def rest_caller(base: str) -> Any:
-    from contextlib import asynccontextmanager
-
     @asynccontextmanager
     async def open_caller() -> Any:
         async with httpx.AsyncClient(base_url=base, timeout=120) as http:
